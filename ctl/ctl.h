@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* ctl.h - tierctl: the subcommand table and what every command shares */
+#ifndef TIER_CTL_H
+#define TIER_CTL_H
+
+#include <stdbool.h>
+
+/* Exit codes of every subcommand. */
+enum {
+    CTL_OK = 0,
+    CTL_ERROR = 1,      /* the command ran and failed */
+    CTL_USAGE = 2,      /* bad command line */
+};
+
+struct ctl {
+    const char *prog;           /* "tierctl" */
+    const char *conf_path;      /* -c FILE, or the installed tier.conf */
+    const char *node;           /* -N NODE, else SLURMD_NODENAME/hostname */
+    bool json;                  /* --json */
+};
+
+struct ctl_cmd {
+    const char *name;
+    const char *usage;          /* after "tierctl NAME " */
+    const char *summary;        /* one line for `tierctl help` */
+    const char *help;           /* the rest of `tierctl help NAME` */
+    int (*fn) (struct ctl *ctl, int argc, char **argv);
+};
+
+/* The table, terminated by an entry with name NULL (main.c). */
+extern const struct ctl_cmd ctl_cmds[];
+const struct ctl_cmd *ctl_cmd_find (const char *name);
+
+/* Print "tierctl NAME: usage: ..." to stderr and return CTL_USAGE. */
+int ctl_usage (const struct ctl_cmd *cmd);
+
+int cmd_help (struct ctl *ctl, int argc, char **argv);
+int cmd_version (struct ctl *ctl, int argc, char **argv);
+int cmd_predict (struct ctl *ctl, int argc, char **argv);
+
+#endif /* !TIER_CTL_H */

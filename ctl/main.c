@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* main.c - tierctl: global options, then one subcommand from the table */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/log.h"
+#include "ctl.h"
+
+#ifndef TIER_SYSCONFDIR
+#define TIER_SYSCONFDIR "/etc/tier"
+#endif
+
+const struct ctl_cmd ctl_cmds[] = {
+    { "help", "[COMMAND]", "show help for tierctl or one command",
+      NULL, cmd_help },
+    { "version", "", "print the tierctl version", NULL, cmd_version },
+    { "predict",
+      "[--block B] [--nodes N,N...] [--periods T,T...] [--measured FILE] "
+      "[--svg FILE] [--json] TIMES.csv",
+      "predict the slowest node's time with an extreme-value (GEV) model",
+      "TIMES.csv has the header run,node,seconds (the benchmarks write it).\n"
+      "Block maxima (one run = one block unless --block B), a GEV fit by\n"
+      "maximum likelihood with intervals, return levels, and the predicted\n"
+      "slowest-node time for each N of --nodes.",
+      cmd_predict },
+    { NULL, NULL, NULL, NULL, NULL },
+};
+
+const struct ctl_cmd *ctl_cmd_find (const char *name)
+{
+    for (const struct ctl_cmd *c = ctl_cmds; c->name; c++)
+        if (!strcmp (c->name, name))
+            return c;
+    return NULL;
+}
+
+int ctl_usage (const struct ctl_cmd *cmd)
+{
+    fprintf (stderr, "usage: tierctl %s %s\n", cmd->name, cmd->usage);
+    fprintf (stderr, "Try 'tierctl help %s' for more.\n", cmd->name);
+    return CTL_USAGE;
+}
+
+static void usage (FILE *f)
+{
+    fprintf (f, "usage: tierctl [-c FILE] [-N NODE] [--json] COMMAND [ARGS]\n"
+                "Try 'tierctl help' for the commands.\n");
+}
+
+int main (int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "conf", required_argument, NULL, 'c' },
+        { "node", required_argument, NULL, 'N' },
+        { "json", no_argument, NULL, 'j' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct ctl ctl = {
+        .prog = "tierctl",
+        .conf_path = TIER_SYSCONFDIR "/tier.conf",
+    };
+    const struct ctl_cmd *cmd;
+    int c;
+
+    tier_log_init ("tierctl", TIER_LOG_STDERR, NULL, LOG_INFO);
+    /* "+": stop at the first non-option, which is the subcommand */
+    while ((c = getopt_long (argc, argv, "+c:N:jhV", longopts, NULL)) != -1) {
+        switch (c) {
+            case 'c':
+                ctl.conf_path = optarg;
+                break;
+            case 'N':
+                ctl.node = optarg;
+                break;
+            case 'j':
+                ctl.json = true;
+                break;
+            case 'h':
+                return cmd_help (&ctl, 0, NULL);
+            case 'V':
+                return cmd_version (&ctl, 0, NULL);
+            default:
+                usage (stderr);
+                return CTL_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        usage (stderr);
+        return CTL_USAGE;
+    }
+    if (!(cmd = ctl_cmd_find (argv[optind]))) {
+        fprintf (stderr, "tierctl: unknown command '%s'\n", argv[optind]);
+        usage (stderr);
+        return CTL_USAGE;
+    }
+    /* the subcommand sees argv[0] = its name, as getopt expects */
+    optind++;
+    {
+        int sub_argc = argc - optind + 1;
+        char **sub_argv = argv + optind - 1;
+        optind = 0;                     /* reset getopt for the subcommand */
+        return cmd->fn (&ctl, sub_argc, sub_argv);
+    }
+}

@@ -1,0 +1,2 @@
+## ctl/predict.mk - tierctl predict (included by Makefile.am)
+tierctl_SOURCES += cmd_predict.c

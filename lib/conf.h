@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* conf.h - tier.conf: "Key = value" lines like slurm.conf.
+ *
+ * Libc only: the plugin (loaded into srun and slurmstepd) parses it too.
+ * Keys are case-insensitive; "#" starts a comment; an unknown key, a
+ * repeated key or a bad value is an error naming file:line.  In values,
+ * "%n" is the node's NodeName (given by the caller: tierd -N, or
+ * SLURMD_NODENAME inside Slurm), "%u" the user (expanded later, per use,
+ * by tier_conf_expand_user) and "%%" a percent sign.
+ */
+#ifndef TIER_CONF_H
+#define TIER_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define TIER_NODENAME_MAX 64
+
+struct tier_conf {
+    char *socket_dir;           /* SocketDir: holds tierd.sock */
+    char *state_dir;            /* StateDir: node-local state (LMDB) */
+    char *shared_state_dir;     /* SharedStateDir: per-user state, stats */
+    char *log_file;             /* LogFile: "" = syslog */
+    int log_level;              /* LogLevel */
+    char *nvdimm_dir;           /* NvdimmDir: node-local scratch tier */
+    uint64_t nvdimm_capacity;   /* NvdimmCapacity */
+    char *bb_dir;               /* BBDir: burst buffer (shared by nodes) */
+    uint64_t bb_capacity;       /* BBCapacity */
+    char **allowed_roots;       /* AllowedRoots: comma-separated */
+    int allowed_roots_count;
+    char *tierd_path;           /* TierdPath: the agent binary */
+    char *slurm_user;           /* SlurmUser: may act on every job */
+    bool enabled;               /* Enabled: no = every job runs untiered */
+    uint64_t agent_timeout_ms;  /* AgentTimeout: client RPC timeout */
+    char *node;                 /* the NodeName %n expanded to */
+};
+
+/* A configuration with every default set (NULL on ENOMEM). */
+struct tier_conf *tier_conf_create (const char *node);
+void tier_conf_destroy (struct tier_conf *conf);
+
+/* Parse text named name (a file name, for messages) into conf.
+ * Returns 0, or -1 with error set to "name:line: problem".
+ */
+int tier_conf_parse (struct tier_conf *conf, const char *text,
+                     const char *name, tier_error_t *error);
+
+/* Read and parse path.  With check_owner, the file must be a regular file
+ * owned by root and not writable by group or others (root code must not
+ * take configuration from a file a user could change).
+ */
+int tier_conf_load (struct tier_conf *conf, const char *path,
+                    bool check_owner, tier_error_t *error);
+
+/* Expand %u (user) and %% in a configured value into out.
+ * Returns 0, or -1 with errno ENAMETOOLONG/EINVAL.
+ */
+int tier_conf_expand_user (const char *value, const char *user, char *out,
+                           size_t size);
+
+/* True if name is a valid NodeName for %n ([A-Za-z0-9._-], 1..63). */
+bool tier_conf_nodename_valid (const char *name);
+
+/* The socket path: SocketDir/tierd.sock. */
+int tier_conf_socket_path (const struct tier_conf *conf, char *out,
+                           size_t size);
+
+#endif /* !TIER_CONF_H */

@@ -1,0 +1,1 @@
+## lib/evt.mk - the extreme-value model (included by Makefile.am)

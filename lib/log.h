@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* log.h - leveled logging to stderr, a file or syslog (daemon and CLI only;
+ * the plugin logs through slurm_error) */
+#ifndef TIER_LOG_H
+#define TIER_LOG_H
+
+#include <syslog.h>
+
+enum tier_log_dest {
+    TIER_LOG_STDERR = 0,
+    TIER_LOG_SYSLOG,
+    TIER_LOG_FILE,
+};
+
+/* Set up logging.  ident prefixes every line; level is a syslog level
+ * (LOG_ERR .. LOG_DEBUG): messages above it are dropped.  For
+ * TIER_LOG_FILE, path is opened for appending (O_CLOEXEC).
+ * Returns 0, or -1 with errno set.
+ */
+int tier_log_init (const char *ident, enum tier_log_dest dest,
+                   const char *path, int level);
+void tier_log_fini (void);
+
+/* Reopen the log file (after rotation; SIGHUP). */
+int tier_log_reopen (void);
+
+void tier_log_set_level (int level);
+int tier_log_get_level (void);
+
+/* Parse "error", "warning", "notice", "info", "debug" (or 0..7).
+ * Returns the level or -1.
+ */
+int tier_log_level_parse (const char *s);
+const char *tier_log_level_name (int level);
+
+void tier_log (int level, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+
+/* Like tier_log (LOG_ERR, ...) with ": strerror (errno)" appended. */
+void tier_log_error (const char *fmt, ...)
+    __attribute__ ((format (printf, 1, 2)));
+
+/* Log at LOG_ERR and exit (1); only for main () and ctl/. */
+void tier_log_exit (const char *fmt, ...)
+    __attribute__ ((format (printf, 1, 2), noreturn));
+void tier_log_errn_exit (int errnum, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3), noreturn));
+
+#endif /* !TIER_LOG_H */

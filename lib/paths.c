@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* paths.c - lexical normalisation, prefix tests, opening beneath a root */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "paths.h"
+
+int tier_path_normalize (const char *in, char *out, size_t size)
+{
+    size_t o = 0;
+    const char *p = in;
+
+    if (!in || in[0] != '/' || !out || size < 2) {
+        errno = EINVAL;
+        return -1;
+    }
+    out[o++] = '/';
+    while (*p) {
+        const char *start;
+        size_t len;
+
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        start = p;
+        while (*p && *p != '/')
+            p++;
+        len = p - start;
+        if (len == 1 && start[0] == '.')
+            continue;
+        if (len == 2 && start[0] == '.' && start[1] == '.') {
+            /* back up to the previous '/' (never above the root) */
+            if (o > 1) {
+                o--;                    /* the '/' after the component */
+                while (o > 1 && out[o - 1] != '/')
+                    o--;
+            }
+            continue;
+        }
+        if (o + len + 1 > size) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        memcpy (out + o, start, len);
+        o += len;
+        out[o++] = '/';
+    }
+    if (o > 1)
+        o--;                            /* no trailing slash */
+    out[o] = '\0';
+    return 0;
+}
+
+int tier_path_absolute (const char *path, const char *cwd, char *out,
+                        size_t size)
+{
+    char buf[PATH_MAX * 2];
+
+    if (!path || !*path) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (path[0] == '/')
+        return tier_path_normalize (path, out, size);
+    if (!cwd || cwd[0] != '/') {
+        errno = EINVAL;
+        return -1;
+    }
+    if (snprintf (buf, sizeof (buf), "%s/%s", cwd, path) >= (int) sizeof (buf)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return tier_path_normalize (buf, out, size);
+}
+
+bool tier_path_has_dotdot (const char *path)
+{
+    const char *p = path;
+
+    while (p && *p) {
+        const char *start;
+
+        while (*p == '/')
+            p++;
+        start = p;
+        while (*p && *p != '/')
+            p++;
+        if (p - start == 2 && start[0] == '.' && start[1] == '.')
+            return true;
+    }
+    return false;
+}
+
+const char *tier_path_strip (const char *path, const char *root)
+{
+    size_t n;
+
+    if (!path || !root)
+        return NULL;
+    if (!strcmp (root, "/"))
+        return path[0] == '/' ? path + 1 : NULL;
+    n = strlen (root);
+    if (strncmp (path, root, n) != 0)
+        return NULL;
+    if (path[n] == '\0')
+        return path + n;
+    if (path[n] == '/')
+        return path + n + 1;
+    return NULL;
+}
+
+bool tier_path_under (const char *path, const char *root)
+{
+    return tier_path_strip (path, root) != NULL;
+}
+
+static int open_beneath_walk (int rootfd, const char *rel, int flags,
+                              int mode)
+{
+    char comp[NAME_MAX + 1];
+    const char *p = rel;
+    int dirfd;
+    int depth = 0;
+
+    /* A component walk with O_NOFOLLOW: refuses every symlink, and ".."
+     * that would climb above the root (tracked as a depth count).
+     */
+    if ((dirfd = fcntl (rootfd, F_DUPFD_CLOEXEC, 0)) < 0)
+        return -1;
+    for (;;) {
+        const char *start;
+        size_t len;
+        int last, fd;
+
+        while (*p == '/')
+            p++;
+        start = p;
+        while (*p && *p != '/')
+            p++;
+        len = p - start;
+        while (*p == '/')
+            p++;
+        last = (*p == '\0');
+        if (len == 0) {                 /* rel was "" or "/": the root */
+            fd = openat (dirfd, ".", (flags & ~(O_CREAT | O_EXCL))
+                         | O_CLOEXEC);
+            close (dirfd);
+            return fd;
+        }
+        if (len > NAME_MAX) {
+            close (dirfd);
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        memcpy (comp, start, len);
+        comp[len] = '\0';
+        if (!strcmp (comp, "..")) {
+            if (depth == 0) {
+                close (dirfd);
+                errno = EXDEV;
+                return -1;
+            }
+            depth--;
+        }
+        else if (strcmp (comp, "."))
+            depth++;
+        if (last)
+            fd = openat (dirfd, comp, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+        else
+            fd = openat (dirfd, comp,
+                         O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close (dirfd);
+        if (fd < 0)
+            return -1;
+        if (last)
+            return fd;
+        dirfd = fd;
+    }
+}
+
+int tier_path_open_beneath (int rootfd, const char *rel, int flags,
+                            int mode, int bflags)
+{
+#ifdef SYS_openat2
+    struct open_how how = {
+        .flags = (unsigned) flags | O_CLOEXEC,
+        .mode = (flags & (O_CREAT | O_TMPFILE)) ? (unsigned) mode : 0,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+    };
+    const char *r = rel;
+    long fd;
+
+    if (bflags & TIER_BENEATH_NO_SYMLINKS)
+        how.resolve |= RESOLVE_NO_SYMLINKS;
+    while (*r == '/')
+        r++;
+    if (*r == '\0')
+        r = ".";
+    fd = syscall (SYS_openat2, rootfd, r, &how, sizeof (how));
+    if (fd >= 0 || errno != ENOSYS)
+        return (int) fd;
+#endif
+    return open_beneath_walk (rootfd, rel, flags, mode);
+}

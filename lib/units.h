@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* units.h - sizes (16M) and durations (30s, 10m, 7d) as users write them */
+#ifndef TIER_UNITS_H
+#define TIER_UNITS_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+/* Parse a size: digits with an optional K, M, G, T or P suffix (powers of
+ * 1024; an optional trailing "B" or "iB" is accepted: 16M, 16MB, 16MiB).
+ * Returns 0, or -1 with errno EINVAL (malformed) or ERANGE (overflow).
+ */
+int tier_size_parse (const char *s, uint64_t *bytes);
+
+/* Parse a duration: digits with an optional unit s, m, h, d, w (plain
+ * digits are seconds); several may be combined as in 1h30m.
+ * Returns 0, or -1 with errno EINVAL or ERANGE.
+ */
+int tier_duration_parse (const char *s, uint64_t *seconds);
+
+/* Format bytes as a short human string ("1.5 GiB") into buf. */
+char *tier_size_format (uint64_t bytes, char *buf, size_t size);
+
+#endif /* !TIER_UNITS_H */

@@ -1,0 +1,1 @@
+## tests/unit/copy.mk - copy engine tests (included by Makefile.am)

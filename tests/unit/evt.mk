@@ -1,0 +1,1 @@
+## tests/unit/evt.mk - extreme-value model tests (included by Makefile.am)
