@@ -1,0 +1,1 @@
+## doc/evt.mk - documentation of the extreme-value model (EXTRA_DIST += ...)

@@ -1,0 +1,1 @@
+## tests/gfsemu.mk - integration tests of the GFS emulator (TESTS += t/...)

@@ -1,0 +1,1 @@
+## tests/predict.mk - shell tests of tierctl predict (TESTS += t/...)
