@@ -1,7 +1,398 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Copyright 2026 the tier developers */
-/* opts.c - the --tier-* options */
+/* opts.c - the --tier-* options: parse, validate, expand (libc only) */
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/paths.h"
+#include "lib/units.h"
 #include "opts.h"
+
+#define PAD_MAX 10      /* sbatch caps the zero-padding width at 10 */
+
+static const char *cache_names[] = {
+    [TIER_CACHE_UNSET] = "unset",
+    [TIER_CACHE_OFF] = "off",
+    [TIER_CACHE_AUTO] = "auto",
+    [TIER_CACHE_REQUIRED] = "required",
+};
+
+static const char *keep_names[] = {
+    [TIER_KEEP_UNSET] = "unset",
+    [TIER_KEEP_NEVER] = "never",
+    [TIER_KEEP_ON_FAILURE] = "on-failure",
+    [TIER_KEEP_ALWAYS] = "always",
+};
+
+const char *tier_opt_cache_name (enum tier_cache_mode mode)
+{
+    return mode <= TIER_CACHE_REQUIRED ? cache_names[mode] : "?";
+}
+
+const char *tier_opt_keep_name (enum tier_keep keep)
+{
+    return keep <= TIER_KEEP_ALWAYS ? keep_names[keep] : "?";
+}
+
+/* Print at most 80 characters of a user value, with control characters
+ * replaced, so that an error line stays one readable line.
+ */
+static const char *clip (const char *s, char *buf, size_t size)
+{
+    size_t i;
+
+    for (i = 0; s[i] && i + 4 < size && i < 80; i++)
+        buf[i] = (s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+    if (s[i] && i + 4 < size) {
+        memcpy (buf + i, "...", 3);
+        i += 3;
+    }
+    buf[i] = '\0';
+    return buf;
+}
+
+int tier_opt_cache_parse (const char *value, enum tier_cache_mode *mode,
+                          tier_error_t *error)
+{
+    char b[96];
+
+    for (int m = TIER_CACHE_OFF; m <= TIER_CACHE_REQUIRED; m++) {
+        if (value && !strcmp (value, cache_names[m])) {
+            *mode = m;
+            return 0;
+        }
+    }
+    errno = EINVAL;
+    return tier_errprintf (error, "--tier-cache: '%s' is not one of auto, "
+                           "required, off", clip (value ? value : "", b,
+                                                  sizeof (b)));
+}
+
+int tier_opt_keep_parse (const char *value, enum tier_keep *keep,
+                         tier_error_t *error)
+{
+    char b[96];
+
+    for (int k = TIER_KEEP_NEVER; k <= TIER_KEEP_ALWAYS; k++) {
+        if (value && !strcmp (value, keep_names[k])) {
+            *keep = k;
+            return 0;
+        }
+    }
+    errno = EINVAL;
+    return tier_errprintf (error, "--tier-keep: '%s' is not one of never, "
+                           "on-failure, always", clip (value ? value : "", b,
+                                                       sizeof (b)));
+}
+
+/* Parse "%[width]X" at p (p[0] == '%').  Returns the length consumed and
+ * sets *conv and *width, or -1 if malformed.
+ */
+static int parse_conv (const char *p, char *conv, int *width)
+{
+    int i = 1, w = 0;
+
+    while (isdigit ((unsigned char) p[i])) {
+        if (w < 1000)
+            w = w * 10 + (p[i] - '0');
+        i++;
+    }
+    if (!strchr ("AajuxNn%", p[i]) || p[i] == '\0')
+        return -1;
+    if (p[i] == '%' && i > 1)
+        return -1;                      /* "%3%" */
+    *conv = p[i];
+    *width = w > PAD_MAX ? PAD_MAX : w;
+    return i + 1;
+}
+
+int tier_pattern_check (const char *s, bool *uses_array, tier_error_t *error)
+{
+    if (strchr (s, '\\'))
+        return 0;                       /* taken literally, like sbatch */
+    for (const char *p = s; *p; p++) {
+        char conv;
+        int width, n;
+
+        if (*p != '%')
+            continue;
+        if ((n = parse_conv (p, &conv, &width)) < 0) {
+            char b[96];
+            errno = EINVAL;
+            return tier_errprintf (error, "'%s': unknown pattern at '%.4s' "
+                                   "(known: %%A %%a %%j %%u %%x %%N %%n %%%%)",
+                                   clip (s, b, sizeof (b)), p);
+        }
+        if (conv == 'a' && uses_array)
+            *uses_array = true;
+        p += n - 1;
+    }
+    return 0;
+}
+
+int tier_pattern_expand (const char *s, const struct tier_pattern_ctx *ctx,
+                         char *out, size_t size, tier_error_t *error)
+{
+    size_t o = 0;
+    bool literal = strchr (s, '\\') != NULL;
+
+    for (const char *p = s; *p; p++) {
+        char buf[64];
+        const char *add = buf;
+        size_t len;
+
+        if (*p != '%' || literal) {
+            buf[0] = *p;
+            buf[1] = '\0';
+        }
+        else {
+            char conv;
+            int width, n;
+            unsigned long num = 0;
+            bool numeric = true;
+
+            if ((n = parse_conv (p, &conv, &width)) < 0) {
+                errno = EINVAL;
+                return tier_errprintf (error, "unknown pattern at '%.4s'", p);
+            }
+            p += n - 1;
+            switch (conv) {
+                case 'A':
+                    num = ctx->is_array ? ctx->array_job_id : ctx->job_id;
+                    break;
+                case 'a':
+                    if (!ctx->is_array) {
+                        errno = EINVAL;
+                        return tier_errprintf (error, "%%a is used but the "
+                                               "job is not an array job");
+                    }
+                    num = ctx->array_task_id;
+                    break;
+                case 'j': num = ctx->job_id; break;
+                case 'n': num = ctx->node_index; break;
+                case 'u': add = ctx->user; numeric = false; break;
+                case 'x': add = ctx->job_name; numeric = false; break;
+                case 'N': add = ctx->node_name; numeric = false; break;
+                case '%': add = "%"; numeric = false; break;
+            }
+            if (numeric)
+                (void) snprintf (buf, sizeof (buf), "%0*lu", width, num);
+            else if (!add || (conv != '%' && (strchr (add, '/') || !*add
+                                               || !strcmp (add, "..")
+                                               || !strcmp (add, ".")))) {
+                /* a name must not add or climb path components */
+                errno = EINVAL;
+                return tier_errprintf (error, "%%%c expands to an unusable "
+                                       "path component", conv);
+            }
+        }
+        len = strlen (add);
+        if (o + len >= size) {
+            errno = ENAMETOOLONG;
+            return tier_errprintf (error, "expanded path too long");
+        }
+        memcpy (out + o, add, len);
+        o += len;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+const char *tier_opt_next_item (const char *list, char *item, size_t size)
+{
+    const char *end;
+    size_t len;
+
+    if (!list || !*list)
+        return NULL;
+    end = strchr (list, ',');
+    len = end ? (size_t) (end - list) : strlen (list);
+    if (len >= size)
+        len = size - 1;                 /* callers check lengths first */
+    memcpy (item, list, len);
+    item[len] = '\0';
+    return end ? end + 1 : list + strlen (list);
+}
+
+int tier_opt_split_size (const char *item, char *dir, size_t dirsize,
+                         uint64_t *size, tier_error_t *error)
+{
+    const char *colon = strrchr (item, ':');
+    size_t len = strlen (item);
+    uint64_t v = 0;
+
+    if (colon && colon[1] && tier_size_parse (colon + 1, &v) == 0) {
+        if (v == 0) {
+            errno = EINVAL;
+            return tier_errprintf (error, "size must be more than 0");
+        }
+        len = colon - item;
+    }
+    if (len >= dirsize) {
+        errno = ENAMETOOLONG;
+        return tier_errprintf (error, "path too long");
+    }
+    memcpy (dir, item, len);
+    dir[len] = '\0';
+    *size = v;
+    return 0;
+}
+
+static int check_path (const char *option, const char *path, int flags,
+                       bool *uses_array, tier_error_t *error)
+{
+    char b[96];
+    tier_error_t perr;
+
+    if (path[0] != '/') {
+        errno = EINVAL;
+        return tier_errprintf (error, "%s: '%s' is not an absolute path",
+                               option, clip (path, b, sizeof (b)));
+    }
+    if (tier_path_has_dotdot (path)) {
+        errno = EINVAL;
+        return tier_errprintf (error, "%s: '%s' has a '..' component",
+                               option, clip (path, b, sizeof (b)));
+    }
+    if (strlen (path) >= PATH_MAX) {
+        errno = ENAMETOOLONG;
+        return tier_errprintf (error, "%s: a path is longer than %d bytes",
+                               option, PATH_MAX - 1);
+    }
+    if (!strcmp (path, "/") || path[strspn (path, "/")] == '\0') {
+        errno = EINVAL;
+        return tier_errprintf (error, "%s: '/' itself cannot be tiered",
+                               option);
+    }
+    if (flags & TIER_ITEM_PATTERNS) {
+        if (tier_pattern_check (path, uses_array, &perr) < 0)
+            return tier_errprintf (error, "%s: %s", option, perr.text);
+    }
+    else if (strchr (path, '%')) {
+        errno = EINVAL;
+        return tier_errprintf (error, "%s: '%s': patterns are not allowed "
+                               "here", option, clip (path, b, sizeof (b)));
+    }
+    return 0;
+}
+
+int tier_opt_list_check (const char *option, const char *value, int flags,
+                         bool *uses_array, tier_error_t *error)
+{
+    const char *p = value;
+    int count = 0;
+
+    if (!value || !*value) {
+        errno = EINVAL;
+        return tier_errprintf (error, "%s: needs a value", option);
+    }
+    if (strlen (value) >= TIER_OPT_VALUE_MAX) {
+        errno = E2BIG;
+        return tier_errprintf (error, "%s: value longer than %d bytes",
+                               option, TIER_OPT_VALUE_MAX - 1);
+    }
+    for (const char *c = value; *c; c++) {
+        if ((unsigned char) *c < 0x20 || *c == 0x7f) {
+            errno = EINVAL;
+            return tier_errprintf (error, "%s: control character in value",
+                                   option);
+        }
+    }
+    while (*p) {
+        char item[PATH_MAX + 64];
+        const char *end = strchr (p, ',');
+        size_t len = end ? (size_t) (end - p) : strlen (p);
+
+        if (len == 0) {
+            errno = EINVAL;
+            return tier_errprintf (error, "%s: empty item in list", option);
+        }
+        if (len >= sizeof (item)) {
+            errno = ENAMETOOLONG;
+            return tier_errprintf (error, "%s: a path is longer than %d "
+                                   "bytes", option, PATH_MAX - 1);
+        }
+        if (++count > TIER_OPT_ITEMS_MAX) {
+            errno = E2BIG;
+            return tier_errprintf (error, "%s: more than %d items", option,
+                                   TIER_OPT_ITEMS_MAX);
+        }
+        memcpy (item, p, len);
+        item[len] = '\0';
+        if (flags & TIER_ITEM_SIZE) {
+            char dir[PATH_MAX + 64];
+            uint64_t size;
+            tier_error_t serr;
+            if (tier_opt_split_size (item, dir, sizeof (dir), &size,
+                                     &serr) < 0)
+                return tier_errprintf (error, "%s: %s", option, serr.text);
+            if (check_path (option, dir, flags, uses_array, error) < 0)
+                return -1;
+        }
+        else if (check_path (option, item, flags, uses_array, error) < 0)
+            return -1;
+        if (!end)
+            break;
+        p = end + 1;
+        if (!*p) {
+            errno = EINVAL;
+            return tier_errprintf (error, "%s: empty item in list", option);
+        }
+    }
+    return 0;
+}
+
+bool tier_opts_any (const struct tier_opts *opts)
+{
+    return opts->batch[0] || opts->scratch[0] || opts->stage_in[0]
+           || opts->stage_out[0] || opts->keep != TIER_KEEP_UNSET;
+}
+
+int tier_opts_check (const struct tier_opts *opts, int is_array,
+                     tier_error_t *error)
+{
+    static const struct {
+        const char *name;
+        size_t offset;
+        int flags;
+    } lists[] = {
+        { "--tier-batch", offsetof (struct tier_opts, batch), 0 },
+        { "--tier-scratch", offsetof (struct tier_opts, scratch),
+          TIER_ITEM_SIZE },
+        { "--tier-stage-in", offsetof (struct tier_opts, stage_in),
+          TIER_ITEM_PATTERNS },
+        { "--tier-stage-out", offsetof (struct tier_opts, stage_out),
+          TIER_ITEM_PATTERNS },
+    };
+    bool uses_array = false;
+
+    for (size_t i = 0; i < sizeof (lists) / sizeof (lists[0]); i++) {
+        const char *v = (const char *) opts + lists[i].offset;
+        bool a = false;
+        if (!*v)
+            continue;
+        if (tier_opt_list_check (lists[i].name, v, lists[i].flags, &a,
+                                 error) < 0)
+            return -1;
+        if (a && is_array == 0) {
+            errno = EINVAL;
+            return tier_errprintf (error, "%s: %%a is used but the job is "
+                                   "not an array job (add --array)",
+                                   lists[i].name);
+        }
+        uses_array |= a;
+    }
+    if (opts->cache == TIER_CACHE_OFF && tier_opts_any (opts)) {
+        errno = EINVAL;
+        return tier_errprintf (error, "--tier-cache=off contradicts the "
+                               "other --tier options given");
+    }
+    return 0;
+}

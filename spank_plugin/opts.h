@@ -1,6 +1,111 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Copyright 2026 the tier developers */
-/* opts.h - the --tier-* options: parse and validate (libc only) */
+/* opts.h - the --tier-* options: parse, validate, expand (libc only).
+ *
+ * The same checks run at submit (sbatch, salloc, srun: a bad value
+ * refuses the submission) and again on the node (users can inject option
+ * values through the environment and skip the local check).
+ */
 #ifndef TIER_SPANK_OPTS_H
 #define TIER_SPANK_OPTS_H
-#endif
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "lib/error.h"
+
+enum tier_cache_mode {
+    TIER_CACHE_UNSET = 0,
+    TIER_CACHE_OFF,
+    TIER_CACHE_AUTO,
+    TIER_CACHE_REQUIRED,
+};
+
+enum tier_keep {
+    TIER_KEEP_UNSET = 0,
+    TIER_KEEP_NEVER,
+    TIER_KEEP_ON_FAILURE,
+    TIER_KEEP_ALWAYS,
+};
+
+/* What an option's items may contain. */
+enum {
+    TIER_ITEM_PATTERNS = 1,     /* sbatch filename patterns (%a, %j, ...) */
+    TIER_ITEM_SIZE = 2,         /* DIR:SIZE */
+};
+
+#define TIER_OPT_VALUE_MAX 16384
+#define TIER_OPT_ITEMS_MAX 64
+
+/* The options' values as given (validated, not yet expanded). */
+struct tier_opts {
+    enum tier_cache_mode cache;
+    enum tier_keep keep;
+    char batch[TIER_OPT_VALUE_MAX];
+    char scratch[TIER_OPT_VALUE_MAX];
+    char stage_in[TIER_OPT_VALUE_MAX];
+    char stage_out[TIER_OPT_VALUE_MAX];
+};
+
+int tier_opt_cache_parse (const char *value, enum tier_cache_mode *mode,
+                          tier_error_t *error);
+const char *tier_opt_cache_name (enum tier_cache_mode mode);
+int tier_opt_keep_parse (const char *value, enum tier_keep *keep,
+                         tier_error_t *error);
+const char *tier_opt_keep_name (enum tier_keep keep);
+
+/* Check a comma-separated list of absolute paths (option name for
+ * messages).  flags: TIER_ITEM_*.  *uses_array is set when an item uses
+ * %a (may be NULL).  Returns 0, or -1 with one line in error naming the
+ * option, the item and the problem.
+ */
+int tier_opt_list_check (const char *option, const char *value, int flags,
+                         bool *uses_array, tier_error_t *error);
+
+/* Check one sbatch filename pattern: %A %a %j %u %x %N %n %%, with an
+ * optional zero-padding width (%3a).  A value with a backslash is taken
+ * literally, as sbatch does.  Sets *uses_array if %a appears.
+ */
+int tier_pattern_check (const char *s, bool *uses_array, tier_error_t *error);
+
+/* What the patterns expand to. */
+struct tier_pattern_ctx {
+    uint32_t job_id;            /* %j */
+    uint32_t array_job_id;      /* %A (the job id when not an array) */
+    uint32_t array_task_id;     /* %a */
+    bool is_array;
+    const char *user;           /* %u */
+    const char *job_name;       /* %x */
+    const char *node_name;      /* %N: the NodeName, as slurmstepd does */
+    uint32_t node_index;        /* %n: the node's index in the job */
+};
+
+/* Expand s into out.  Returns 0, or -1 with errno EINVAL (a bad pattern,
+ * %a outside an array) or ENAMETOOLONG.
+ */
+int tier_pattern_expand (const char *s, const struct tier_pattern_ctx *ctx,
+                         char *out, size_t size, tier_error_t *error);
+
+/* Split DIR[:SIZE]: copies DIR into dir and sets *size (0 if none).
+ * The size is the text after the last ':' when it parses as a size.
+ */
+int tier_opt_split_size (const char *item, char *dir, size_t dirsize,
+                         uint64_t *size, tier_error_t *error);
+
+/* Iterate over a comma-separated list: copies the next item into item
+ * and returns a pointer past it, or NULL at the end.
+ */
+const char *tier_opt_next_item (const char *list, char *item, size_t size);
+
+/* Whole-option-set checks made once all options are known (submit side
+ * and node side): contradictions (--tier-cache=off with other options),
+ * %a without an array when is_array says so (is_array < 0: unknown).
+ */
+int tier_opts_check (const struct tier_opts *opts, int is_array,
+                     tier_error_t *error);
+
+/* True if any option asks for a tier. */
+bool tier_opts_any (const struct tier_opts *opts);
+
+#endif /* !TIER_SPANK_OPTS_H */

@@ -1,14 +1,193 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Copyright 2026 the tier developers */
-/* tier.c - SPANK entry points, dispatched by context */
+/* tier.c - SPANK entry points, dispatched by context
+ *
+ * Loaded into sbatch/salloc (ALLOCATOR), srun (LOCAL), slurmstepd
+ * (REMOTE), slurmd, and the prolog/epilog (JOB_SCRIPT).  Rules from
+ * experiment (FACTS.md): register options in every context; never return
+ * an error from job_prolog/job_epilog or the REMOTE init/init_post_opt/
+ * user_init (that drains the node); fail one job cleanly from
+ * task_init_privileged instead.
+ */
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <slurm/spank.h>
+
+#include "args.h"
+#include "opts.h"
+#include "submit.h"
+#include "tier.h"
 
 SPANK_PLUGIN (tier, 1);
 
+enum {
+    OPT_CACHE = 1,
+    OPT_BATCH,
+    OPT_SCRATCH,
+    OPT_STAGE_IN,
+    OPT_STAGE_OUT,
+    OPT_KEEP,
+};
+
+static int opt_cb (int val, const char *optarg, int remote);
+
+static struct spank_option tier_options[] = {
+    { "tier-cache", "auto|required|off",
+      "Use tier's data tiers for this job (auto: run untiered with a "
+      "warning if a tier cannot be provided; required: fail instead)",
+      1, OPT_CACHE, opt_cb },
+    { "tier-batch", "DIR[,DIR]",
+      "Treat DIRs as batch-shared, read-only inputs (BB replica cache)",
+      1, OPT_BATCH, opt_cb },
+    { "tier-scratch", "DIR[:SIZE][,...]",
+      "Give DIR a private node-local NVDIMM scratch view (pipeline data)",
+      1, OPT_SCRATCH, opt_cb },
+    { "tier-stage-in", "PATH[,PATH]",
+      "Copy PATHs to the fast tier before tasks start (%A %a %j %u %x "
+      "%N %n patterns)", 1, OPT_STAGE_IN, opt_cb },
+    { "tier-stage-out", "DIR[,DIR]",
+      "Write DIRs through a fast write cache, migrated to the GFS before "
+      "the job completes", 1, OPT_STAGE_OUT, opt_cb },
+    { "tier-keep", "never|on-failure|always",
+      "Copy pipeline scratch data to DIR/.tier-kept/ at job end",
+      1, OPT_KEEP, opt_cb },
+    SPANK_OPTIONS_TABLE_END
+};
+
+/* Per-process state: each sbatch, srun and slurmstepd loads tier.so anew. */
+struct tier_plugin tier = { 0 };
+
+static int store_list (char *slot, const char *option, const char *value,
+                       int flags, tier_error_t *error)
+{
+    if (tier_opt_list_check (option, value, flags, NULL, error) < 0)
+        return -1;
+    (void) snprintf (slot, TIER_OPT_VALUE_MAX, "%s", value);
+    return 0;
+}
+
+/* Called at submit (remote = 0) and again in slurmstepd (remote = 1, as
+ * root, possibly twice per step): idempotent, no I/O.  On the node a bad
+ * value never fails a callback (that could drain the node): it is kept
+ * and the job fails cleanly in task_init_privileged.
+ */
+static int opt_cb (int val, const char *optarg, int remote)
+{
+    tier_error_t error = { { 0 } };
+    int rc = -1;
+
+    switch (val) {
+        case OPT_CACHE:
+            rc = tier_opt_cache_parse (optarg, &tier.opts.cache, &error);
+            break;
+        case OPT_KEEP:
+            rc = tier_opt_keep_parse (optarg, &tier.opts.keep, &error);
+            break;
+        case OPT_BATCH:
+            rc = store_list (tier.opts.batch, "--tier-batch", optarg, 0,
+                             &error);
+            break;
+        case OPT_SCRATCH:
+            rc = store_list (tier.opts.scratch, "--tier-scratch", optarg,
+                             TIER_ITEM_SIZE, &error);
+            break;
+        case OPT_STAGE_IN:
+            rc = store_list (tier.opts.stage_in, "--tier-stage-in", optarg,
+                             TIER_ITEM_PATTERNS, &error);
+            break;
+        case OPT_STAGE_OUT:
+            rc = store_list (tier.opts.stage_out, "--tier-stage-out", optarg,
+                             TIER_ITEM_PATTERNS, &error);
+            break;
+        default:
+            (void) snprintf (error.text, sizeof (error.text),
+                             "unknown option %d", val);
+            break;
+    }
+    if (rc < 0) {
+        if (remote) {
+            if (!tier.opt_error[0])
+                (void) snprintf (tier.opt_error, sizeof (tier.opt_error),
+                                 "%s", error.text);
+            return 0;
+        }
+        slurm_error ("tier: %s", error.text);
+        return -1;
+    }
+    return 0;
+}
+
+enum tier_cache_mode tier_effective_mode (void)
+{
+    if (tier.opts.cache != TIER_CACHE_UNSET)
+        return tier.opts.cache;
+    if (tier_opts_any (&tier.opts))
+        return TIER_CACHE_AUTO;
+    return tier.args.default_mode;
+}
+
+static int register_options (spank_t sp)
+{
+    for (struct spank_option *o = tier_options; o->name; o++) {
+        spank_err_t rc = spank_option_register (sp, o);
+        if (rc != ESPANK_SUCCESS) {
+            slurm_error ("tier: cannot register --%s: %s", o->name,
+                         spank_strerror (rc));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int slurm_spank_init (spank_t sp, int ac, char **av)
 {
+    tier_error_t error;
+    spank_context_t ctx = spank_context ();
+
+    if (tier_args_parse (ac, av, &tier.args, &error) < 0) {
+        /* A configuration error of the site: loud in every context.  In
+         * slurmd and slurmstepd returning -1 would drain the node, so
+         * there the plugin disables itself instead.
+         */
+        slurm_error ("tier: %s", error.text);
+        if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR)
+            return -1;
+        tier.disabled = 1;
+        return 0;
+    }
+    tier.args_ok = 1;
+    if (register_options (sp) < 0)
+        return (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR) ? -1 : 0;
+    return 0;
+}
+
+/* The submit side: every option is known now (command line and #SBATCH
+ * lines).  Check the whole set; a refusal refuses the submission.
+ */
+int slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
+{
+    spank_context_t ctx = spank_context ();
+    tier_error_t error;
+    int is_array;
+
+    if (ctx == S_CTX_REMOTE)
+        return tier_remote_init_post_opt (sp);
+    if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR)
+        return 0;
+    if (!tier_opts_any (&tier.opts) && tier.opts.cache == TIER_CACHE_UNSET)
+        return 0;
+    if (ctx == S_CTX_ALLOCATOR)
+        is_array = tier_submit_is_array ();
+    else
+        is_array = getenv ("SLURM_ARRAY_TASK_ID") ? 1 : 0;
+    if (tier_opts_check (&tier.opts, is_array, &error) < 0) {
+        slurm_error ("tier: %s", error.text);
+        return -1;
+    }
     return 0;
 }

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* test_opts.c - the --tier-* options, plugstack arguments, array detection */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "spank_plugin/opts.h"
+#include "spank_plugin/args.h"
+#include "spank_plugin/submit.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void expect_list_error (const char *opt, const char *value, int flags,
+                               const char *msg)
+{
+    tier_error_t error = { { 0 } };
+
+    if (tier_opt_list_check (opt, value, flags, NULL, &error) != -1)
+        fail_msg ("'%.40s' was accepted", value);
+    if (!strstr (error.text, msg))
+        fail_msg ("'%.40s': expected '%s' in '%s'", value, msg, error.text);
+    /* one line, naming the option */
+    assert_null (strchr (error.text, '\n'));
+    assert_true (!strncmp (error.text, opt, strlen (opt)));
+}
+
+static void test_words (void **state)
+{
+    enum tier_cache_mode m;
+    enum tier_keep k;
+    tier_error_t error;
+
+    assert_int_equal (tier_opt_cache_parse ("auto", &m, &error), 0);
+    assert_int_equal (m, TIER_CACHE_AUTO);
+    assert_int_equal (tier_opt_cache_parse ("required", &m, &error), 0);
+    assert_int_equal (m, TIER_CACHE_REQUIRED);
+    assert_int_equal (tier_opt_cache_parse ("off", &m, &error), 0);
+    assert_int_equal (m, TIER_CACHE_OFF);
+    assert_int_equal (tier_opt_cache_parse ("bogus", &m, &error), -1);
+    assert_string_equal (error.text, "--tier-cache: 'bogus' is not one of "
+                         "auto, required, off");
+    assert_int_equal (tier_opt_cache_parse ("AUTO", &m, &error), -1);
+    assert_int_equal (tier_opt_cache_parse ("", &m, &error), -1);
+    assert_int_equal (tier_opt_keep_parse ("on-failure", &k, &error), 0);
+    assert_int_equal (k, TIER_KEEP_ON_FAILURE);
+    assert_int_equal (tier_opt_keep_parse ("sometimes", &k, &error), -1);
+    assert_non_null (strstr (error.text, "--tier-keep"));
+    /* a hostile value is clipped and control characters replaced */
+    {
+        char big[500];
+        memset (big, 'x', sizeof (big) - 1);
+        big[sizeof (big) - 1] = '\0';
+        big[3] = '\n';
+        assert_int_equal (tier_opt_cache_parse (big, &m, &error), -1);
+        assert_null (strchr (error.text, '\n'));
+        assert_true (strlen (error.text) < 200);
+    }
+}
+
+static void test_lists (void **state)
+{
+    tier_error_t error;
+    bool a = false;
+
+    assert_int_equal (tier_opt_list_check ("--tier-batch", "/gfs/db", 0,
+                                           NULL, &error), 0);
+    assert_int_equal (tier_opt_list_check ("--tier-batch", "/gfs/db,/gfs/x/",
+                                           0, NULL, &error), 0);
+    assert_int_equal (tier_opt_list_check ("--tier-scratch",
+                                           "/gfs/run:16G,/gfs/t", TIER_ITEM_SIZE,
+                                           NULL, &error), 0);
+    assert_int_equal (tier_opt_list_check ("--tier-stage-in",
+                                           "/gfs/q/q%a.fa,/gfs/%u/%4j_%%",
+                                           TIER_ITEM_PATTERNS, &a, &error), 0);
+    assert_true (a);
+    expect_list_error ("--tier-scratch", "relative/path", TIER_ITEM_SIZE,
+                       "'relative/path' is not an absolute path");
+    expect_list_error ("--tier-batch", "/gfs/../etc", 0, "'..' component");
+    expect_list_error ("--tier-batch", "/gfs/a/..", 0, "'..' component");
+    expect_list_error ("--tier-batch", "/gfs,,/x", 0, "empty item");
+    expect_list_error ("--tier-batch", "/gfs,", 0, "empty item");
+    expect_list_error ("--tier-batch", ",/gfs", 0, "empty item");
+    expect_list_error ("--tier-batch", "", 0, "needs a value");
+    expect_list_error ("--tier-batch", "/", 0, "'/' itself");
+    expect_list_error ("--tier-batch", "///", 0, "'/' itself");
+    expect_list_error ("--tier-batch", "/gfs/%a", 0, "patterns are not");
+    expect_list_error ("--tier-batch", "/gfs/a\tb", 0, "control character");
+    expect_list_error ("--tier-stage-in", "/gfs/%q", TIER_ITEM_PATTERNS,
+                       "unknown pattern at '%q'");
+    expect_list_error ("--tier-stage-in", "/gfs/%", TIER_ITEM_PATTERNS,
+                       "unknown pattern");
+    /* sbatch caps a padding width at 10 */
+    assert_int_equal (tier_opt_list_check ("--tier-stage-in", "/gfs/%123a",
+                                           TIER_ITEM_PATTERNS, NULL, &error),
+                      0);
+    expect_list_error ("--tier-stage-in", "/gfs/%3%", TIER_ITEM_PATTERNS,
+                       "unknown pattern");
+    expect_list_error ("--tier-scratch", "/gfs/x:0", TIER_ITEM_SIZE,
+                       "size must be more than 0");
+    {
+        char many[TIER_OPT_ITEMS_MAX * 4 + 16] = "";
+        for (int i = 0; i <= TIER_OPT_ITEMS_MAX; i++)
+            strcat (many, i ? ",/gf" : "/gf");
+        expect_list_error ("--tier-batch", many, 0, "more than");
+    }
+    {
+        static char huge[TIER_OPT_VALUE_MAX + 10];
+        memset (huge, 'a', sizeof (huge) - 1);
+        huge[0] = '/';
+        expect_list_error ("--tier-batch", huge, 0, "value longer than");
+    }
+    /* a backslash: taken literally, as sbatch does */
+    a = false;
+    assert_int_equal (tier_opt_list_check ("--tier-stage-in", "/gfs/\\%a",
+                                           TIER_ITEM_PATTERNS, &a, &error), 0);
+    assert_false (a);
+}
+
+static void test_split_size (void **state)
+{
+    char dir[256];
+    uint64_t size;
+    tier_error_t error;
+
+    assert_int_equal (tier_opt_split_size ("/gfs/run:16G", dir, sizeof (dir),
+                                           &size, &error), 0);
+    assert_string_equal (dir, "/gfs/run");
+    assert_true (size == 16ULL << 30);
+    assert_int_equal (tier_opt_split_size ("/gfs/a:b", dir, sizeof (dir),
+                                           &size, &error), 0);
+    assert_string_equal (dir, "/gfs/a:b");      /* not a size: a name */
+    assert_true (size == 0);
+    assert_int_equal (tier_opt_split_size ("/gfs/a:b:1M", dir, sizeof (dir),
+                                           &size, &error), 0);
+    assert_string_equal (dir, "/gfs/a:b");
+    assert_true (size == 1ULL << 20);
+}
+
+static void test_expand (void **state)
+{
+    struct tier_pattern_ctx ctx = {
+        .job_id = 4250, .array_job_id = 4242, .array_task_id = 7,
+        .is_array = true, .user = "alice", .job_name = "blast",
+        .node_name = "n2", .node_index = 1,
+    };
+    char out[256];
+    tier_error_t error;
+
+    assert_int_equal (tier_pattern_expand ("/g/%A_%a/%j/%u/%x/%N/%n/%%",
+                                           &ctx, out, sizeof (out), &error), 0);
+    assert_string_equal (out, "/g/4242_7/4250/alice/blast/n2/1/%");
+    assert_int_equal (tier_pattern_expand ("/g/q%3a.fa", &ctx, out,
+                                           sizeof (out), &error), 0);
+    assert_string_equal (out, "/g/q007.fa");
+    assert_int_equal (tier_pattern_expand ("/g/%10j", &ctx, out, sizeof (out),
+                                           &error), 0);
+    assert_string_equal (out, "/g/0000004250");
+    assert_int_equal (tier_pattern_expand ("/g/%99j", &ctx, out, sizeof (out),
+                                           &error), 0);
+    assert_string_equal (out, "/g/0000004250");
+    assert_int_equal (tier_pattern_expand ("/g/%3u", &ctx, out, sizeof (out),
+                                           &error), 0);
+    assert_string_equal (out, "/g/alice");      /* no padding of names */
+    assert_int_equal (tier_pattern_expand ("/g/\\%a", &ctx, out, sizeof (out),
+                                           &error), 0);
+    assert_string_equal (out, "/g/\\%a");       /* literal */
+    ctx.is_array = false;
+    assert_int_equal (tier_pattern_expand ("/g/%A", &ctx, out, sizeof (out),
+                                           &error), 0);
+    assert_string_equal (out, "/g/4250");       /* %A: the job id */
+    assert_int_equal (tier_pattern_expand ("/g/%a", &ctx, out, sizeof (out),
+                                           &error), -1);
+    assert_non_null (strstr (error.text, "not an array job"));
+    ctx.job_name = "../../etc";
+    assert_int_equal (tier_pattern_expand ("/g/%x", &ctx, out, sizeof (out),
+                                           &error), -1);
+    ctx.job_name = "..";
+    assert_int_equal (tier_pattern_expand ("/g/%x", &ctx, out, sizeof (out),
+                                           &error), -1);
+    ctx.job_name = "ok";
+    assert_int_equal (tier_pattern_expand ("/g/%j%j%j", &ctx, out, 8, &error),
+                      -1);
+    assert_int_equal (errno, ENAMETOOLONG);
+}
+
+static void test_opts_check (void **state)
+{
+    struct tier_opts o;
+    tier_error_t error;
+
+    memset (&o, 0, sizeof (o));
+    strcpy (o.stage_in, "/gfs/q%a");
+    assert_int_equal (tier_opts_check (&o, 1, &error), 0);
+    assert_int_equal (tier_opts_check (&o, -1, &error), 0);
+    assert_int_equal (tier_opts_check (&o, 0, &error), -1);
+    assert_string_equal (error.text, "--tier-stage-in: %a is used but the "
+                         "job is not an array job (add --array)");
+    memset (&o, 0, sizeof (o));
+    o.cache = TIER_CACHE_OFF;
+    assert_int_equal (tier_opts_check (&o, 0, &error), 0);
+    strcpy (o.batch, "/gfs/db");
+    assert_int_equal (tier_opts_check (&o, 0, &error), -1);
+    assert_non_null (strstr (error.text, "contradicts"));
+    /* a value injected on the node is checked there too */
+    memset (&o, 0, sizeof (o));
+    strcpy (o.scratch, "etc");
+    assert_int_equal (tier_opts_check (&o, 0, &error), -1);
+}
+
+static void test_args (void **state)
+{
+    struct tier_args a;
+    tier_error_t error;
+    char *ok[] = { "conf=/etc/tier//tier.conf", "default=auto",
+                   "preload=/opt/tier/lib/libtier_preload.so" };
+    char *bad1[] = { "conf=relative" };
+    char *bad2[] = { "bogus=1" };
+    char *bad3[] = { "default=sometimes" };
+    char *bad4[] = { "noequals" };
+
+    assert_int_equal (tier_args_parse (0, NULL, &a, &error), 0);
+    assert_int_equal (a.default_mode, TIER_CACHE_OFF);
+    assert_int_equal (tier_args_parse (3, ok, &a, &error), 0);
+    assert_string_equal (a.conf, "/etc/tier/tier.conf");
+    assert_int_equal (a.default_mode, TIER_CACHE_AUTO);
+    assert_string_equal (a.preload, "/opt/tier/lib/libtier_preload.so");
+    assert_int_equal (tier_args_parse (1, bad1, &a, &error), -1);
+    assert_non_null (strstr (error.text, "plugstack argument conf"));
+    assert_int_equal (tier_args_parse (1, bad2, &a, &error), -1);
+    assert_string_equal (error.text, "unknown plugstack argument 'bogus' "
+                         "(known: conf, default, preload)");
+    assert_int_equal (tier_args_parse (1, bad3, &a, &error), -1);
+    assert_non_null (strstr (error.text, "default"));
+    assert_int_equal (tier_args_parse (1, bad4, &a, &error), -1);
+}
+
+static void test_sbatch_argv (void **state)
+{
+    struct {
+        char *argv[8];
+        int array, script, wrap;
+    } cases[] = {
+        { { "sbatch", "--array=1-4", "job.sh" }, 1, 2, 0 },
+        { { "sbatch", "--array", "1-4", "job.sh" }, 1, 3, 0 },
+        { { "sbatch", "-a", "1-4", "job.sh" }, 1, 3, 0 },
+        { { "sbatch", "-a1-4", "job.sh" }, 1, 2, 0 },
+        { { "sbatch", "-Ha", "1-4", "job.sh", "arg" }, 1, 3, 0 },
+        { { "sbatch", "-N", "2", "job.sh", "--array=9" }, 0, 3, 0 },
+        { { "sbatch", "-o", "out", "--parsable", "job.sh" }, 0, 4, 0 },
+        { { "sbatch", "--output", "out", "job.sh" }, 0, 3, 0 },
+        { { "sbatch", "--account", "a", "job.sh" }, 0, 3, 0 },
+        { { "sbatch", "--arr=1-2", "--wrap", "x" }, 1, 0, 1 },
+        { { "sbatch", "--wrap=true" }, 0, 0, 1 },
+        { { "sbatch", "--tier-stage-in", "/g/%a", "s.sh" }, 0, 3, 0 },
+        { { "sbatch" }, 0, 0, 0 },
+    };
+
+    for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {
+        int argc = 0, script, wrap;
+        while (cases[i].argv[argc])
+            argc++;
+        assert_int_equal (tier_sbatch_argv_array (argc, cases[i].argv,
+                                                  &script, &wrap),
+                          cases[i].array);
+        assert_int_equal (script, cases[i].script);
+        assert_int_equal (wrap, cases[i].wrap);
+    }
+}
+
+static void test_sbatch_script (void **state)
+{
+    const char *yes[] = {
+        "#!/bin/bash\n#SBATCH --array=1-4\necho\n",
+        "#!/bin/bash\n\n#SBATCH -N 1\n#SBATCH -a 1-4\n",
+        "#SBATCH -a1-3",
+        "#!/bin/sh\n# comment\n#SBATCH --job-name=x --array 1-2\n",
+    };
+    const char *no[] = {
+        "#!/bin/bash\necho\n#SBATCH --array=1-4\n",
+        "#!/bin/bash\n#SBATCH --account=a\n",
+        "#!/bin/bash\n#SBATCH -A a\n",
+        "#!/bin/bash\n#SBATCH --job-name=x # --array=1-2\n",
+        "#!/bin/bash\n##SBATCH --array=1-2\n",
+        "",
+    };
+
+    for (size_t i = 0; i < sizeof (yes) / sizeof (yes[0]); i++)
+        assert_int_equal (tier_sbatch_script_array (yes[i], strlen (yes[i])),
+                          1);
+    for (size_t i = 0; i < sizeof (no) / sizeof (no[0]); i++)
+        assert_int_equal (tier_sbatch_script_array (no[i], strlen (no[i])), 0);
+}
+
+static void test_self_argv (void **state)
+{
+    char *buf, **argv;
+    int argc = tier_self_argv (&buf, &argv);
+
+    assert_true (argc >= 1);
+    assert_non_null (strstr (argv[0], "test_opts"));
+    free (argv);
+    free (buf);
+}
+
+int main (void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test (test_words),
+        cmocka_unit_test (test_lists),
+        cmocka_unit_test (test_split_size),
+        cmocka_unit_test (test_expand),
+        cmocka_unit_test (test_opts_check),
+        cmocka_unit_test (test_args),
+        cmocka_unit_test (test_sbatch_argv),
+        cmocka_unit_test (test_sbatch_script),
+        cmocka_unit_test (test_self_argv),
+    };
+    return UNIT_RUN (tests);
+}
