@@ -8,7 +8,8 @@
 #       string such as latency=100,bandwidth=20M,root_squash; further
 #       ARGs go to gfsemu as they are.  The emulator runs in the
 #       foreground as a background job of this shell; its PID is kept in
-#       a file and its stderr in $GFSEMU_RUNDIR/gfsemu.<mount>.log.
+#       a file (and in GFSEMU_PID, for the caller) and its output in
+#       $GFSEMU_RUNDIR/gfsemu.<mount>.log.
 #   gfsemu_stop MOUNT
 #       Unmount (fusermount3 -u, else umount), then wait for that PID to
 #       exit.  If the file system is busy the emulator gets SIGTERM (by
@@ -104,6 +105,7 @@ gfsemu_start () {
     fi
     "$GFSEMU" "$_gb" "$_gm" -f "$@" >>"$_glog" 2>&1 </dev/null &
     _gp=$!
+    GFSEMU_PID=$_gp
     echo "$_gp" >"$_gpf"
     _gdeadline=$(( $(date +%s) + ${GFSEMU_TIMEOUT:-10} ))
     while :; do

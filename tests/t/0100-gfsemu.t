@@ -94,6 +94,7 @@ test_expect_success 'a backing tree: data, a private home, a group dir' '
 test_expect_success 'start the emulator (defaults: timeouts 0, no cap)' '
     start "$B" "$M" &&
     gfsemu_mounted "$M" &&
+    test "$GFSEMU_PID" = "$(gfsemu_pid "$M")" &&
     test "$(gfsemu_value "$M" format)" = 1 &&
     test "$(gfsemu_value "$M" config.attr_timeout)" = 0 &&
     test "$(gfsemu_value "$M" config.entry_timeout)" = 0
