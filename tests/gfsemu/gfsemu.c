@@ -757,6 +757,7 @@ static void gfs_getattr (fuse_req_t req, fuse_ino_t ino,
     fuse_reply_attr (req, &st, gx->attr_timeout);
 }
 
+/* Returns 0 or an errno value. */
 static int do_setattr (struct node *n, struct stat *attr, int to_set,
                        struct fuse_file_info *fi)
 {
@@ -771,7 +772,7 @@ static int do_setattr (struct node *n, struct stat *attr, int to_set,
     if (to_set & FUSE_SET_ATTR_MODE) {
         if ((fd >= 0 ? fchmod (fd, attr->st_mode & 07777)
                      : chmod (proc, attr->st_mode & 07777)) < 0)
-            return -errno;
+            return errno;
     }
     if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
         uid_t uid = (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
@@ -779,12 +780,12 @@ static int do_setattr (struct node *n, struct stat *attr, int to_set,
 
         if (fchownat (n->fd, "", uid, gid,
                       AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
-            return -errno;
+            return errno;
     }
     if (to_set & FUSE_SET_ATTR_SIZE) {
         if ((fd >= 0 ? ftruncate (fd, attr->st_size)
                      : truncate (proc, attr->st_size)) < 0)
-            return -errno;
+            return errno;
     }
     if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
         struct timespec tv[2] = {
@@ -802,7 +803,7 @@ static int do_setattr (struct node *n, struct stat *attr, int to_set,
             tv[1] = attr->st_mtim;
         if ((fd >= 0 ? futimens (fd, tv)
                      : utimensat (AT_FDCWD, proc, tv, 0)) < 0)
-            return -errno;
+            return errno;
     }
     return 0;
 }
