@@ -397,8 +397,7 @@ static void ctx_init (struct copy_ctx *ctx, const struct tier_copy_opts *opts)
                                     : TIER_COPY_CHUNK_DEFAULT;
     if (ctx->chunk > (1u << 30))
         ctx->chunk = 1u << 30;      /* sendfile moves at most ~2 GiB */
-    ctx->split = ctx->o->split_size ? ctx->o->split_size
-                                    : TIER_COPY_SPLIT_DEFAULT;
+    ctx->split = ctx->o->split_size ? ctx->o->split_size : UINT64_MAX;
     if (ctx->split < ctx->chunk)
         ctx->split = ctx->chunk;
     ctx->nthreads = ctx->o->threads ? ctx->o->threads
