@@ -1,1 +1,9 @@
 ## tests/unit/copy.mk - copy engine tests (included by Makefile.am)
+
+check_PROGRAMS += test_copy
+
+# The wrappers force the fallbacks and failures of the engine.
+test_copy_LDFLAGS = $(AM_LDFLAGS) \
+	-Wl,--wrap=copy_file_range,--wrap=sendfile \
+	-Wl,--wrap=renameat2,--wrap=fsync
+# End of tests/unit/copy.mk
