@@ -1,13 +1,221 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Copyright 2026 the tier developers */
-/* main.c - tierd */
+/* main.c - tierd, the per-node agent
+ *
+ *   tierd [-c CONF] [-N NODE] [-F] [-V]
+ *
+ * One per node, as root, started from the host namespace: by the plugin
+ * when a tier job reaches a node and no agent answers (spank_plugin/
+ * spawn.c), or by the site's service manager (-F, etc/tierd.service).  A
+ * lock in StateDir makes it a single instance per node.
+ */
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+#include "agent.h"
+
+#ifndef TIER_SYSCONFDIR
+#define TIER_SYSCONFDIR "/etc/tier"
+#endif
+
+static void usage (FILE *f)
+{
+    fprintf (f, "usage: tierd [-c CONF] [-N NODE] [-F] [-V]\n"
+                "  -c, --conf FILE     tier.conf (default %s/tier.conf)\n"
+                "  -N, --node NAME     this node's NodeName (%%n in tier.conf)\n"
+                "  -F, --foreground    do not daemonize\n"
+                "  -V, --version       print the version\n",
+             TIER_SYSCONFDIR);
+}
+
+/* A root-owned 0700 directory, created with its parents if missing; a
+ * symlink or a directory owned by someone else is refused.
+ */
+static int private_dir (const char *dir)
+{
+    char tmp[4096];
+    struct stat st;
+
+    (void) snprintf (tmp, sizeof (tmp), "%s", dir);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            (void) mkdir (tmp, 0755);
+            *p = '/';
+        }
+    }
+    if (mkdir (dir, 0700) < 0 && errno != EEXIST)
+        return -1;
+    if (lstat (dir, &st) < 0)
+        return -1;
+    if (!S_ISDIR (st.st_mode) || st.st_uid != 0) {
+        errno = EPERM;
+        return -1;
+    }
+    if ((st.st_mode & 07777) != 0700)
+        (void) chmod (dir, 0700);
+    return 0;
+}
+
+static void daemonize (void)
+{
+    pid_t pid;
+    int fd;
+
+    if ((pid = fork ()) < 0)
+        tier_log_errn_exit (errno, "fork");
+    if (pid > 0)
+        _exit (0);
+    (void) setsid ();
+    if ((pid = fork ()) < 0)
+        tier_log_errn_exit (errno, "fork");
+    if (pid > 0)
+        _exit (0);
+    if ((fd = open ("/dev/null", O_RDWR)) >= 0) {
+        (void) dup2 (fd, 0);
+        (void) dup2 (fd, 1);
+        (void) dup2 (fd, 2);
+        if (fd > 2)
+            close (fd);
+    }
+}
+
+/* The single-instance lock and the pid file beside it. */
+static int take_lock (struct agent *a)
+{
+    char path[4096], tmp[4200], buf[32];
+    int fd, n;
+
+    (void) snprintf (path, sizeof (path), "%s/tierd.lock",
+                     a->conf->state_dir);
+    if ((fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
+        return -1;
+    if (flock (fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        close (fd);
+        errno = e;
+        return -1;
+    }
+    a->lockfd = fd;
+    (void) snprintf (path, sizeof (path), "%s/tierd.pid", a->conf->state_dir);
+    (void) snprintf (tmp, sizeof (tmp), "%s.tmp", path);
+    n = snprintf (buf, sizeof (buf), "%d\n", (int) getpid ());
+    if ((fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC
+                    | O_NOFOLLOW, 0644)) >= 0) {
+        if (write (fd, buf, n) != n || rename (tmp, path) < 0)
+            tier_log_error ("%s", path);
+        close (fd);
+    }
+    return 0;
+}
 
 int main (int argc, char **argv)
 {
-    printf ("tierd %s\n", PACKAGE_VERSION);
+    static const struct option longopts[] = {
+        { "conf", required_argument, NULL, 'c' },
+        { "node", required_argument, NULL, 'N' },
+        { "foreground", no_argument, NULL, 'F' },
+        { "version", no_argument, NULL, 'V' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct agent a = { .conf_path = TIER_SYSCONFDIR "/tier.conf",
+                       .lockfd = -1, .slurm_uid = (uid_t) -1 };
+    const char *node = NULL;
+    tier_error_t error;
+    struct passwd *pw;
+    char path[4096];
+    int c;
+
+    while ((c = getopt_long (argc, argv, "c:N:FVh", longopts, NULL)) != -1) {
+        switch (c) {
+            case 'c': a.conf_path = optarg; break;
+            case 'N': node = optarg; break;
+            case 'F': a.foreground = true; break;
+            case 'V': printf ("tierd %s\n", PACKAGE_VERSION); return 0;
+            case 'h': usage (stdout); return 0;
+            default: usage (stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        usage (stderr);
+        return 2;
+    }
+    tier_log_init ("tierd", TIER_LOG_STDERR, NULL, LOG_INFO);
+    if (geteuid () != 0)
+        tier_log_exit ("must run as root");
+    if (!node)
+        node = getenv ("SLURMD_NODENAME");
+    if (!node) {
+        static char host[256];
+        if (gethostname (host, sizeof (host)) == 0) {
+            host[strcspn (host, ".")] = '\0';
+            node = host;
+        }
+    }
+    if (!node || !tier_conf_nodename_valid (node))
+        tier_log_exit ("invalid node name '%s' (use -N NAME)",
+                       node ? node : "");
+    (void) snprintf (a.node, sizeof (a.node), "%.63s", node);
+    umask (022);
+    if (!(a.conf = tier_conf_create (a.node)))
+        tier_log_errn_exit (errno, "configuration");
+    if (tier_conf_load (a.conf, a.conf_path, true, &error) < 0)
+        tier_log_exit ("%s", error.text);
+
+    if (a.conf->log_file[0]) {
+        if (tier_log_init ("tierd", TIER_LOG_FILE, a.conf->log_file,
+                           a.conf->log_level) < 0)
+            tier_log_errn_exit (errno, "%s", a.conf->log_file);
+    }
+    else if (!a.foreground)
+        tier_log_init ("tierd", TIER_LOG_SYSLOG, NULL, a.conf->log_level);
+    else
+        tier_log_set_level (a.conf->log_level);
+
+    if (private_dir (a.conf->state_dir) < 0)
+        tier_log_errn_exit (errno, "StateDir %s (must be a root-owned "
+                            "directory)", a.conf->state_dir);
+    if (!a.foreground)
+        daemonize ();
+    if (take_lock (&a) < 0) {
+        if (errno == EWOULDBLOCK) {
+            tier_log (LOG_INFO, "another tierd already serves node %s",
+                      a.node);
+            return 0;
+        }
+        tier_log_errn_exit (errno, "lock in %s", a.conf->state_dir);
+    }
+    if ((pw = getpwnam (a.conf->slurm_user)))
+        a.slurm_uid = pw->pw_uid;
+    (void) snprintf (path, sizeof (path), "%s/disabled", a.conf->state_dir);
+    a.disabled = access (path, F_OK) == 0;
+    (void) snprintf (path, sizeof (path), "%s/registry", a.conf->state_dir);
+    if (!(a.store = store_open (path, STORE_MAPSIZE_DEFAULT, &error)))
+        tier_log_exit ("%s", error.text);
+    a.started_ms = a.last_flush_ms = agent_now_ms ();
+    if (server_init (&a, &error) < 0)
+        tier_log_exit ("%s", error.text);
+    tier_log (LOG_NOTICE, "tierd %s serving node %s on %s", PACKAGE_VERSION,
+              a.node, a.sockpath);
+    (void) server_run (&a);
+    server_fini (&a);
+    store_close (a.store);
+    free (a.pending);
+    tier_log (LOG_NOTICE, "tierd stopped");
+    tier_conf_destroy (a.conf);
+    tier_log_fini ();
     return 0;
 }

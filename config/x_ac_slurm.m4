@@ -38,6 +38,20 @@ AC_DEFUN([X_AC_SLURM], [
     [[#include <slurm/spank.h>]])
   CPPFLAGS="$x_ac_save_CPPFLAGS"
 
+  # tierd (our own program, never loaded into Slurm's) asks slurmctld
+  # about jobs it missed through libslurm.
+  x_ac_save_LIBS="$LIBS"
+  x_ac_save_LDFLAGS="$LDFLAGS"
+  AS_IF([test "$x_ac_slurm_dir" != "/usr"],
+        [SLURM_LDFLAGS="-L$x_ac_slurm_dir/lib -L$x_ac_slurm_dir/lib64"],
+        [SLURM_LDFLAGS=""])
+  LDFLAGS="$LDFLAGS $SLURM_LDFLAGS"
+  AC_CHECK_LIB([slurm], [slurm_load_job], [SLURM_LIBS="$SLURM_LDFLAGS -lslurm"],
+    [AC_MSG_ERROR([libslurm not found: install the Debian package libslurm-dev or pass --with-slurm=DIR])])
+  LIBS="$x_ac_save_LIBS"
+  LDFLAGS="$x_ac_save_LDFLAGS"
+  AC_SUBST([SLURM_LIBS])
+
   AC_ARG_WITH([slurm-plugindir],
     AS_HELP_STRING([--with-slurm-plugindir=DIR], [where to install tier.so (default: the installed Slurm's PluginDir)]),
     [slurm_plugindir="$withval"], [slurm_plugindir=""])

@@ -4,7 +4,10 @@
 #ifndef TIER_CTL_H
 #define TIER_CTL_H
 
+#include <jansson.h>
 #include <stdbool.h>
+
+struct tier_conf;
 
 /* Exit codes of every subcommand. */
 enum {
@@ -18,6 +21,7 @@ struct ctl {
     const char *conf_path;      /* -c FILE, or the installed tier.conf */
     const char *node;           /* -N NODE, else SLURMD_NODENAME/hostname */
     bool json;                  /* --json */
+    struct tier_conf *conf;     /* loaded on first use (ctl_conf) */
 };
 
 struct ctl_cmd {
@@ -35,7 +39,20 @@ const struct ctl_cmd *ctl_cmd_find (const char *name);
 /* Print "tierctl NAME: usage: ..." to stderr and return CTL_USAGE. */
 int ctl_usage (const struct ctl_cmd *cmd);
 
+/* ctl_util.c */
+const char *ctl_node (struct ctl *ctl);
+struct tier_conf *ctl_conf (struct ctl *ctl);
+/* Send req (consumed) to the node's agent; the reply, or NULL after an
+ * error message on stderr. */
+json_t *ctl_call (struct ctl *ctl, json_t *req);
+void ctl_print_json (json_t *o);
+
 int cmd_help (struct ctl *ctl, int argc, char **argv);
+int cmd_jobs (struct ctl *ctl, int argc, char **argv);
+int cmd_counters (struct ctl *ctl, int argc, char **argv);
+int cmd_ping (struct ctl *ctl, int argc, char **argv);
+int cmd_enable (struct ctl *ctl, int argc, char **argv);
+int cmd_disable (struct ctl *ctl, int argc, char **argv);
 int cmd_version (struct ctl *ctl, int argc, char **argv);
 int cmd_predict (struct ctl *ctl, int argc, char **argv);
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/conf.h"
 #include "lib/log.h"
 #include "ctl.h"
 
@@ -20,6 +21,22 @@ const struct ctl_cmd ctl_cmds[] = {
     { "help", "[COMMAND]", "show help for tierctl or one command",
       NULL, cmd_help },
     { "version", "", "print the tierctl version", NULL, cmd_version },
+    { "ping", "[--json]", "ask the node's agent whether it runs",
+      "Prints the agent's version, pid, uptime and whether tier is enabled\n"
+      "on the node (-N NODE chooses the node).", cmd_ping },
+    { "jobs", "[--json]", "list the jobs the node's agent registered",
+      "A user sees their own jobs; root and SlurmUser see all.  States:\n"
+      "running, ended (its epilog ran), reconciled (it ended while the agent\n"
+      "was down).", cmd_jobs },
+    { "counters", "[--job ID | --batch ID] [--json]",
+      "show the raw counters of a job, a batch or the node",
+      "Every tier's counters, split by role (endpoint, pipeline, batch), as\n"
+      "the node's agent holds them (see doc/counters.md).", cmd_counters },
+    { "enable", "", "let jobs on the node use tier again (root)", NULL,
+      cmd_enable },
+    { "disable", "",
+      "make jobs on the node run untiered, without draining it (root)",
+      NULL, cmd_disable },
     { "predict",
       "[--block B] [--nodes N,N...] [--periods T,T...] [--measured FILE] "
       "[--svg FILE] [--json] TIMES.csv",
@@ -106,7 +123,10 @@ int main (int argc, char **argv)
     {
         int sub_argc = argc - optind + 1;
         char **sub_argv = argv + optind - 1;
+        int rc;
         optind = 0;                     /* reset getopt for the subcommand */
-        return cmd->fn (&ctl, sub_argc, sub_argv);
+        rc = cmd->fn (&ctl, sub_argc, sub_argv);
+        tier_conf_destroy (ctl.conf);
+        return rc;
     }
 }

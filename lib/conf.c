@@ -56,6 +56,7 @@ static const struct conf_key keys[] = {
       OFF (allowed_roots_count) },
     { "TierdPath", CONF_PATH, OFF (tierd_path), 0 },
     { "SlurmUser", CONF_STRING, OFF (slurm_user), 0 },
+    { "SlurmConf", CONF_PATH_EMPTY, OFF (slurm_conf), 0 },
     { "Enabled", CONF_BOOL, OFF (enabled), 0 },
     { "AgentTimeout", CONF_MSEC, OFF (agent_timeout_ms), 0 },
 };
@@ -130,6 +131,7 @@ struct tier_conf *tier_conf_create (const char *node)
         || !(conf->bb_dir = strdup (""))
         || !(conf->tierd_path = strdup (TIER_SBINDIR "/tierd"))
         || !(conf->slurm_user = strdup ("slurm"))
+        || !(conf->slurm_conf = strdup (""))
         || !(conf->node = strdup (node ? node : ""))) {
         tier_conf_destroy (conf);
         return NULL;

@@ -34,6 +34,7 @@ struct tier_conf {
     int allowed_roots_count;
     char *tierd_path;           /* TierdPath: the agent binary */
     char *slurm_user;           /* SlurmUser: may act on every job */
+    char *slurm_conf;           /* SlurmConf: slurm.conf for the agent */
     bool enabled;               /* Enabled: no = every job runs untiered */
     uint64_t agent_timeout_ms;  /* AgentTimeout: client RPC timeout */
     char *node;                 /* the NodeName %n expanded to */

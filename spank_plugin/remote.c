@@ -2,25 +2,204 @@
 /* Copyright 2026 the tier developers */
 /* remote.c - the plugin in slurmstepd (REMOTE context)
  *
+ *   init_post_opt          root, host namespace, once per step per node:
+ *                          reach (or start) the agent and register the job;
+ *                          nothing written here reaches the user
+ *   user_init              once per step per node, output reaches the job:
+ *                          the task environment, and one warning line
+ *                          when the job runs untiered
+ *   task_init_privileged   per task: fail the job cleanly when it must
+ *
  * Never returns an error from init/init_post_opt/user_init: that drains
- * the node.  A job that must fail (a bad option injected through the
- * environment, --tier-cache=required without a tier) fails from
- * task_init_privileged, which makes its tasks exit 1 with our message on
- * their stderr.
+ * the node.  Root code takes its configuration from plugstack.conf and
+ * tier.conf only, its identity from Slurm's items, never from SPANK_* or
+ * TIER_* variables.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <errno.h>
+#include <pwd.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <slurm/spank.h>
 
+#include "lib/conf.h"
+#include "lib/tjson.h"
 #include "opts.h"
+#include "spawn.h"
 #include "tier.h"
+
+#define NO_VAL32 0xfffffffeU
+
+/* Load tier.conf for this node (root code: the file must be root's). */
+struct tier_conf *tier_load_conf (tier_error_t *error)
+{
+    const char *node = getenv ("SLURMD_NODENAME");
+    struct tier_conf *conf;
+
+    if (!node || !tier_conf_nodename_valid (node)) {
+        errno = EINVAL;
+        tier_errprintf (error, "SLURMD_NODENAME is not set or invalid");
+        return NULL;
+    }
+    if (!(conf = tier_conf_create (node))) {
+        tier_errprintf (error, "out of memory");
+        return NULL;
+    }
+    if (tier_conf_load (conf, tier.args.conf, true, error) < 0) {
+        tier_conf_destroy (conf);
+        return NULL;
+    }
+    return conf;
+}
+
+/* The options as a JSON object, for the registry. */
+static void opts_json (struct tier_jw *w)
+{
+    tier_jw_obj_begin (w, "options");
+    tier_jw_str (w, "cache", tier_opt_cache_name (tier_effective_mode ()));
+    if (tier.opts.keep != TIER_KEEP_UNSET)
+        tier_jw_str (w, "keep", tier_opt_keep_name (tier.opts.keep));
+    if (tier.opts.batch[0])
+        tier_jw_str (w, "batch", tier.opts.batch);
+    if (tier.opts.scratch[0])
+        tier_jw_str (w, "scratch", tier.opts.scratch);
+    if (tier.opts.stage_in[0])
+        tier_jw_str (w, "stage_in", tier.opts.stage_in);
+    if (tier.opts.stage_out[0])
+        tier_jw_str (w, "stage_out", tier.opts.stage_out);
+    tier_jw_obj_end (w);
+}
+
+static int get_u32 (spank_t sp, spank_item_t item, uint32_t *v)
+{
+    return spank_get_item (sp, item, v) == ESPANK_SUCCESS ? 0 : -1;
+}
+
+static int register_job (spank_t sp, tier_error_t *error)
+{
+    static char body[TIER_OPT_VALUE_MAX * 5];
+    uint32_t job_id = 0, array_id = 0, task_id = NO_VAL32, restart = 0;
+    uid_t uid;
+    gid_t gid;
+    struct passwd pw, *pwp = NULL;
+    char pwbuf[4096];
+    struct tier_jw w;
+    char *reply = NULL;
+    bool enabled = true;
+
+    if (get_u32 (sp, S_JOB_ID, &job_id) < 0
+        || spank_get_item (sp, S_JOB_UID, &uid) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
+        return tier_errprintf (error, "cannot read the job's id and owner");
+    if (get_u32 (sp, S_JOB_ARRAY_ID, &array_id) < 0)
+        array_id = 0;
+    if (get_u32 (sp, S_JOB_ARRAY_TASK_ID, &task_id) < 0)
+        task_id = NO_VAL32;
+    tier.job_id = job_id;
+    tier.is_array = task_id != NO_VAL32 && task_id != 0xffffffffU;
+    tier.batch_id = tier.is_array && array_id ? array_id : job_id;
+    /* The restart count distinguishes a requeued job.  It comes from the
+     * job's environment, which the user could set: a false value only
+     * confuses that user's own record. */
+    {
+        char rbuf[32];
+        if (spank_getenv (sp, "SLURM_RESTART_COUNT", rbuf, sizeof (rbuf))
+            == ESPANK_SUCCESS)
+            restart = (uint32_t) strtoul (rbuf, NULL, 10);
+    }
+    if (getpwuid_r (uid, &pw, pwbuf, sizeof (pwbuf), &pwp) != 0 || !pwp)
+        return tier_errprintf (error, "uid %u has no passwd entry",
+                               (unsigned) uid);
+
+    tier_jw_init (&w, body, sizeof (body));
+    tier_jw_str (&w, "op", "job.register");
+    tier_jw_uint (&w, "job_id", job_id);
+    tier_jw_uint (&w, "restart", restart);
+    tier_jw_uint (&w, "batch_id", tier.batch_id);
+    tier_jw_uint (&w, "array_task_id", tier.is_array ? task_id : NO_VAL32);
+    tier_jw_uint (&w, "uid", uid);
+    tier_jw_uint (&w, "gid", gid);
+    tier_jw_str (&w, "user", pw.pw_name);
+    opts_json (&w);
+    if (tier_jw_finish (&w) < 0)
+        return tier_errprintf (error, "registration too large");
+    if (tier_agent_call (tier.conf, body, &reply, (int) tier.conf->
+                         agent_timeout_ms, error) < 0)
+        return -1;
+    (void) tier_jr_get_bool (reply, strlen (reply), "enabled", &enabled);
+    free (reply);
+    if (!enabled) {
+        errno = EPERM;
+        return tier_errprintf (error, "tier is disabled on node %s by the "
+                               "administrator", tier.conf->node);
+    }
+    return 0;
+}
 
 int tier_remote_init_post_opt (spank_t sp)
 {
+    tier_error_t error = { { 0 } };
+
+    if (tier.disabled || tier_effective_mode () == TIER_CACHE_OFF)
+        return 0;
+    tier.wanted = 1;
+    if (tier.opt_error[0])
+        return 0;                       /* reported in user_init */
+    if (!(tier.conf = tier_load_conf (&error)))
+        goto fail;
+    if (!tier.conf->enabled) {
+        (void) snprintf (tier.agent_error, sizeof (tier.agent_error),
+                         "tier is disabled on node %s (Enabled = no)",
+                         tier.conf->node);
+        return 0;
+    }
+    if (tier_agent_ensure (tier.conf, tier.args.conf, tier.conf->node,
+                           5000, &error) < 0
+        || register_job (sp, &error) < 0)
+        goto fail;
+    tier.agent_ok = 1;
+    return 0;
+fail:
+    (void) snprintf (tier.agent_error, sizeof (tier.agent_error), "%s",
+                     error.text);
+    slurm_error ("tier: %s", error.text);       /* the slurmd log */
+    return 0;
+}
+
+/* The task environment, set anew on every node in every step: an inner
+ * srun would otherwise carry the batch host's values to other nodes.
+ */
+int slurm_spank_user_init (spank_t sp, int ac, char **av)
+{
+    char v[4200];
+
+    if (spank_context () != S_CTX_REMOTE || !tier.wanted)
+        return 0;
+    if (tier.opt_error[0]) {
+        slurm_error ("tier: %s", tier.opt_error);
+        return 0;                       /* the job fails in task_init_priv */
+    }
+    if (!tier.agent_ok) {
+        if (tier_effective_mode () != TIER_CACHE_REQUIRED)
+            slurm_spank_log ("tier: warning: running untiered on node %s: %s",
+                             getenv ("SLURMD_NODENAME")
+                             ? getenv ("SLURMD_NODENAME") : "?",
+                             tier.agent_error);
+        (void) spank_unsetenv (sp, "TIER_JOB_ID");
+        (void) spank_unsetenv (sp, "TIER_BATCH_ID");
+        (void) spank_unsetenv (sp, "TIER_SOCKET");
+        return 0;
+    }
+    (void) snprintf (v, sizeof (v), "%u", tier.job_id);
+    (void) spank_setenv (sp, "TIER_JOB_ID", v, 1);
+    (void) snprintf (v, sizeof (v), "%u", tier.batch_id);
+    (void) spank_setenv (sp, "TIER_BATCH_ID", v, 1);
+    if (tier_conf_socket_path (tier.conf, v, sizeof (v)) == 0)
+        (void) spank_setenv (sp, "TIER_SOCKET", v, 1);
     return 0;
 }
 
@@ -35,7 +214,7 @@ static int node_check (spank_t sp, tier_error_t *error)
     if (spank_get_item (sp, S_JOB_ARRAY_TASK_ID, &task_id) != ESPANK_SUCCESS)
         is_array = -1;
     else
-        is_array = (task_id != 0xfffffffe && task_id != 0xffffffff) ? 1 : 0;
+        is_array = (task_id != NO_VAL32 && task_id != 0xffffffffU) ? 1 : 0;
     return tier_opts_check (&tier.opts, is_array, error);
 }
 
@@ -43,14 +222,26 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
 {
     tier_error_t error;
 
-    if (spank_context () != S_CTX_REMOTE || tier.disabled)
-        return 0;
-    if (tier_effective_mode () == TIER_CACHE_OFF && !tier_opts_any (&tier.opts)
-        && !tier.opt_error[0])
+    if (spank_context () != S_CTX_REMOTE || tier.disabled || !tier.wanted)
         return 0;
     if (node_check (sp, &error) < 0) {
         slurm_error ("tier: %s", error.text);
         return -1;                      /* fails this job's tasks cleanly */
+    }
+    if (!tier.agent_ok && tier_effective_mode () == TIER_CACHE_REQUIRED) {
+        slurm_error ("tier: --tier-cache=required, but tier is not "
+                     "available on node %s: %s",
+                     tier.conf ? tier.conf->node : "?", tier.agent_error);
+        return -1;
+    }
+    return 0;
+}
+
+int slurm_spank_exit (spank_t sp, int ac, char **av)
+{
+    if (tier.conf) {
+        tier_conf_destroy (tier.conf);
+        tier.conf = NULL;
     }
     return 0;
 }

@@ -20,6 +20,7 @@
 
 #include "args.h"
 #include "opts.h"
+#include "spawn.h"
 #include "submit.h"
 #include "tier.h"
 
@@ -189,5 +190,88 @@ int slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
         slurm_error ("tier: %s", error.text);
         return -1;
     }
+    return 0;
+}
+
+/* Fill tier.opts from spank_option_getopt (JOB_SCRIPT context, where the
+ * option callbacks do not run).  A bad value leaves the job untiered here;
+ * the job itself fails in task_init_privileged.
+ */
+static void getopt_all (spank_t sp)
+{
+    for (struct spank_option *o = tier_options; o->name; o++) {
+        char *v = NULL;
+        if (spank_option_getopt (sp, o, &v) == ESPANK_SUCCESS && v)
+            (void) opt_cb (o->val, v, 1);
+    }
+}
+
+/* The prolog runs once per job per node, as root, in the host namespace
+ * (with PrologFlags=Alloc at allocation on every node; without, when the
+ * job reaches the node).  Start the agent early.  Always returns 0: a
+ * failing prolog drains the node.
+ */
+int slurm_spank_job_prolog (spank_t sp, int ac, char **av)
+{
+    tier_error_t error;
+    struct tier_conf *conf;
+
+    if (tier_args_parse (ac, av, &tier.args, &error) < 0) {
+        slurm_error ("tier: %s", error.text);
+        return 0;
+    }
+    getopt_all (sp);
+    if (tier_effective_mode () == TIER_CACHE_OFF)
+        return 0;
+    if (!(conf = tier_load_conf (&error))) {
+        slurm_error ("tier: prolog: %s", error.text);
+        return 0;
+    }
+    if (conf->enabled
+        && tier_agent_ensure (conf, tier.args.conf, conf->node, 5000,
+                              &error) < 0)
+        slurm_error ("tier: prolog: %s", error.text);
+    tier_conf_destroy (conf);
+    return 0;
+}
+
+/* The epilog runs on every node of the job.  Tell the agent the job
+ * ended (starting it if it died: it then reconciles what it missed).
+ * Always returns 0.
+ */
+int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
+{
+    tier_error_t error;
+    struct tier_conf *conf;
+    uint32_t job_id = 0;
+    char body[128], *reply = NULL;
+
+    if (tier_args_parse (ac, av, &tier.args, &error) < 0)
+        return 0;
+    getopt_all (sp);
+    if (tier_effective_mode () == TIER_CACHE_OFF)
+        return 0;
+    if (spank_get_item (sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS)
+        return 0;
+    if (!(conf = tier_load_conf (&error))) {
+        slurm_error ("tier: epilog: %s", error.text);
+        return 0;
+    }
+    (void) snprintf (body, sizeof (body),
+                     "{\"op\":\"job.end\",\"job_id\":%u}", job_id);
+    if (tier_agent_call (conf, body, &reply, (int) conf->agent_timeout_ms,
+                         &error) < 0) {
+        if (errno == ENOENT && strstr (error.text, "not registered"))
+            ;                           /* never reached this node's agent */
+        else if (conf->enabled
+                 && tier_agent_ensure (conf, tier.args.conf, conf->node,
+                                       5000, &error) == 0)
+            (void) tier_agent_call (conf, body, &reply,
+                                    (int) conf->agent_timeout_ms, &error);
+        else
+            slurm_error ("tier: epilog of job %u: %s", job_id, error.text);
+    }
+    free (reply);
+    tier_conf_destroy (conf);
     return 0;
 }

@@ -6,6 +6,7 @@
 
 #include <slurm/spank.h>
 
+#include "lib/conf.h"
 #include "args.h"
 #include "opts.h"
 
@@ -15,6 +16,15 @@ struct tier_plugin {
     int disabled;               /* a site configuration error on the node */
     struct tier_opts opts;      /* the --tier-* options */
     char opt_error[512];        /* a bad option value seen on the node */
+
+    /* REMOTE: this step on this node */
+    struct tier_conf *conf;     /* tier.conf, loaded as root */
+    int wanted;                 /* the job asked for tier */
+    int agent_ok;               /* registered with the node's agent */
+    char agent_error[600];      /* why not, for the user */
+    uint32_t job_id;
+    uint32_t batch_id;          /* array job id, or the job id */
+    int is_array;
 };
 
 extern struct tier_plugin tier;
@@ -26,5 +36,6 @@ enum tier_cache_mode tier_effective_mode (void);
 
 /* remote.c: slurmstepd */
 int tier_remote_init_post_opt (spank_t sp);
+struct tier_conf *tier_load_conf (tier_error_t *error);
 
 #endif /* !TIER_SPANK_TIER_H */

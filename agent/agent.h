@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* agent.h - tierd's shared state */
+#ifndef TIER_AGENT_H
+#define TIER_AGENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "lib/conf.h"
+#include "lib/counters.h"
+#include "lib/proto.h"
+#include "store.h"
+
+#define AGENT_CONNS_MAX 512
+#define AGENT_MSG_TIMEOUT_MS 5000      /* a message must arrive whole */
+#define AGENT_IDLE_TIMEOUT_MS 120000   /* an idle connection is closed */
+#define AGENT_FLUSH_MS 2000            /* counters reach LMDB this often */
+
+struct conn {
+    int fd;
+    struct ucred cred;          /* SO_PEERCRED at accept */
+    struct tier_msgreader rd;
+    struct tier_msgwriter wr;
+    int64_t last_ms;            /* last activity */
+    int64_t partial_ms;         /* when a partial message began, or 0 */
+    bool closing;               /* close once the writer is drained */
+    struct conn *prev, *next;
+};
+
+struct agent {
+    const char *conf_path;
+    struct tier_conf *conf;
+    char node[TIER_NODENAME_MAX];
+    bool foreground;
+    int64_t started_ms;
+    uid_t slurm_uid;            /* SlurmUser, or (uid_t) -1 */
+    bool disabled;              /* tierctl disable: jobs run untiered */
+
+    int epfd, lfd, sigfd, timerfd, lockfd;
+    char sockpath[4096];
+    struct conn *conns;
+    int nconns;
+    bool stop;
+
+    struct store *store;
+    struct store_delta *pending;   /* counters not yet in LMDB */
+    int npending, cpending;
+    int64_t last_flush_ms;
+    struct recon *recon;        /* reconciliation in flight */
+};
+
+int64_t agent_now_ms (void);
+
+/* server.c */
+int server_init (struct agent *a, tier_error_t *error);
+void server_fini (struct agent *a);
+int server_run (struct agent *a);
+
+/* rpc.c: handle one request.  Returns the response body (malloc'd). */
+char *rpc_handle (struct agent *a, struct conn *c, const char *body,
+                  size_t len, int *fds, int nfds);
+/* a JSON error body {"errno": N, "error": "..."} (malloc'd) */
+char *rpc_error_body (int errnum, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+
+/* ctr.c: counters accumulate in memory and reach LMDB every few seconds */
+void ctr_add (struct agent *a, const struct store_job *job,
+              enum tier_role role, enum tier_ctr ctr, uint64_t delta);
+int ctr_flush (struct agent *a);
+int ctr_get (struct agent *a, enum tier_scope scope, uint64_t id,
+             struct tier_counters *c);
+json_t *ctr_to_json (const struct tier_counters *c);
+
+/* jobs.c: reconcile the registry with slurmctld after a restart */
+bool agent_privileged (struct agent *a, uid_t uid);
+int jobs_reconcile_start (struct agent *a);   /* an eventfd, or -1 */
+int jobs_reconcile_finish (struct agent *a);  /* jobs reconciled */
+
+#endif /* !TIER_AGENT_H */

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* jobs.c - reconcile the registry with slurmctld after a restart
+ *
+ * Jobs still marked running whose epilog this agent missed (it was dead)
+ * are looked up in slurmctld, one RPC per job, from a thread so that the
+ * agent serves requests meanwhile.  A job slurmctld no longer knows, or
+ * knows as finished, is marked "reconciled"; its tiers are reclaimed by
+ * the code of each tier.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+#include "agent.h"
+
+struct running {
+    uint32_t *ids;
+    uint32_t *restarts;
+    int n, cap;
+};
+
+static int collect_cb (const struct store_job *j, void *arg)
+{
+    struct running *r = arg;
+
+    if (j->state != STORE_JOB_RUNNING)
+        return 0;
+    if (r->n == r->cap) {
+        int cap = r->cap ? r->cap * 2 : 16;
+        uint32_t *ids = realloc (r->ids, cap * sizeof (*ids));
+        uint32_t *rs;
+        if (!ids)
+            return 1;
+        r->ids = ids;
+        if (!(rs = realloc (r->restarts, cap * sizeof (*rs))))
+            return 1;
+        r->restarts = rs;
+        r->cap = cap;
+    }
+    r->ids[r->n] = j->job_id;
+    r->restarts[r->n] = j->restart;
+    r->n++;
+    return 0;
+}
+
+/* 1 = the job has ended (or slurmctld forgot it), 0 = still alive,
+ * -1 = cannot tell (slurmctld unreachable).
+ */
+static int job_ended (uint32_t job_id)
+{
+    job_info_msg_t *msg = NULL;
+    int ended = 1;
+
+    if (slurm_load_job (&msg, job_id, SHOW_ALL) != SLURM_SUCCESS) {
+        int e = slurm_get_errno ();
+        if (e == ESLURM_INVALID_JOB_ID)
+            return 1;
+        tier_log (LOG_WARNING, "reconcile: job %u: %s", job_id,
+                  slurm_strerror (e));
+        return -1;
+    }
+    for (uint32_t i = 0; i < msg->record_count; i++) {
+        uint32_t st = msg->job_array[i].job_state;
+        uint32_t base = st & JOB_STATE_BASE;
+        if (msg->job_array[i].job_id != job_id)
+            continue;
+        if (base == JOB_PENDING || base == JOB_RUNNING
+            || base == JOB_SUSPENDED)
+            ended = 0;
+    }
+    slurm_free_job_info_msg (msg);
+    return ended;
+}
+
+struct recon {
+    struct running r;
+    int *ended;
+    int efd;                    /* written when the lookups are done */
+    pthread_t thread;
+};
+
+static void *recon_thread (void *arg)
+{
+    struct recon *rc = arg;
+    uint64_t one = 1;
+
+    for (int i = 0; i < rc->r.n; i++)
+        rc->ended[i] = job_ended (rc->r.ids[i]);
+    if (write (rc->efd, &one, sizeof (one)) < 0) {
+        /* the loop then never finishes it: logged by the caller */
+    }
+    return NULL;
+}
+
+static void recon_free (struct recon *rc)
+{
+    if (rc) {
+        if (rc->efd >= 0)
+            close (rc->efd);
+        free (rc->r.ids);
+        free (rc->r.restarts);
+        free (rc->ended);
+        free (rc);
+    }
+}
+
+/* Start the lookups; returns the eventfd the loop waits on, or -1 when
+ * there is nothing to reconcile.  Registry updates happen in
+ * jobs_reconcile_finish (LMDB writes stay in the loop's thread).
+ */
+int jobs_reconcile_start (struct agent *a)
+{
+    struct recon *rc;
+    tier_error_t error;
+
+    if (!(rc = calloc (1, sizeof (*rc))))
+        return -1;
+    rc->efd = -1;
+    if (store_job_foreach (a->store, collect_cb, &rc->r, &error) < 0) {
+        tier_log (LOG_ERR, "reconcile: %s", error.text);
+        goto fail;
+    }
+    if (rc->r.n == 0 || !(rc->ended = calloc (rc->r.n, sizeof (int))))
+        goto fail;
+    if ((rc->efd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+        goto fail;
+    if (a->conf->slurm_conf[0])
+        setenv ("SLURM_CONF", a->conf->slurm_conf, 1);
+    slurm_init (NULL);
+    if (pthread_create (&rc->thread, NULL, recon_thread, rc) != 0)
+        goto fail;
+    tier_log (LOG_INFO, "reconciling %d job(s) with slurmctld", rc->r.n);
+    a->recon = rc;
+    return rc->efd;
+fail:
+    recon_free (rc);
+    return -1;
+}
+
+int jobs_reconcile_finish (struct agent *a)
+{
+    struct recon *rc = a->recon;
+    tier_error_t error;
+    int n = 0;
+
+    if (!rc)
+        return 0;
+    (void) pthread_join (rc->thread, NULL);
+    for (int i = 0; i < rc->r.n; i++) {
+        struct store_job j;
+        if (rc->ended[i] != 1)
+            continue;
+        if (store_job_get (a->store, rc->r.ids[i], rc->r.restarts[i], &j,
+                           &error) < 0 || j.state != STORE_JOB_RUNNING)
+            continue;
+        j.state = STORE_JOB_RECONCILED;
+        j.ended = time (NULL);
+        if (store_job_put (a->store, &j, &error) == 0) {
+            tier_log (LOG_NOTICE, "job %u ended while tierd was down: "
+                      "reconciled", j.job_id);
+            n++;
+        }
+    }
+    recon_free (rc);
+    a->recon = NULL;
+    return n;
+}

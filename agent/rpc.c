@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* rpc.c - the agent's requests: parse, authorise, dispatch
+ *
+ * Every request is a JSON object with "op".  The caller's identity is the
+ * kernel's (SO_PEERCRED); a caller's job is derived from its pid (peer.c),
+ * never taken from the request.  Root and SlurmUser may act on every job,
+ * a user only on their own.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+#include "agent.h"
+#include "peer.h"
+
+#define JOB_ID_MAX 0xfffffff0U
+#define COUNTER_ADD_MAX (1ULL << 50)
+
+typedef json_t *(*rpc_f) (struct agent *a, struct conn *c, json_t *req,
+                          tier_error_t *error);
+
+struct rpc_op {
+    const char *name;
+    rpc_f fn;
+    bool privileged;            /* root or SlurmUser only */
+};
+
+char *rpc_error_body (int errnum, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    json_t *o;
+    char *s;
+
+    va_start (ap, fmt);
+    (void) vsnprintf (text, sizeof (text), fmt, ap);
+    va_end (ap);
+    if (!(o = json_pack ("{s:i s:s}", "errno", errnum ? errnum : EIO,
+                         "error", text)))
+        return NULL;
+    s = json_dumps (o, JSON_COMPACT);
+    json_decref (o);
+    return s;
+}
+
+bool agent_privileged (struct agent *a, uid_t uid)
+{
+    return uid == 0 || (a->slurm_uid != (uid_t) -1 && uid == a->slurm_uid);
+}
+
+static json_t *job_to_json (const struct store_job *j)
+{
+    static const char *states[] = { "?", "running", "ended", "reconciled" };
+    json_error_t jerr;
+    json_t *opts = json_loads (j->options[0] ? j->options : "{}", 0, &jerr);
+    json_t *o = json_pack ("{s:I s:I s:I s:s s:I s:s s:s s:I s:I s:i}",
+                           "job_id", (json_int_t) j->job_id,
+                           "restart", (json_int_t) j->restart,
+                           "batch_id", (json_int_t) j->batch_id,
+                           "user", j->user,
+                           "uid", (json_int_t) j->uid,
+                           "node", j->node,
+                           "state", states[j->state <= 3 ? j->state : 0],
+                           "registered", (json_int_t) j->registered,
+                           "ended", (json_int_t) j->ended,
+                           "steps", (int) j->steps);
+    if (!o) {
+        json_decref (opts);
+        return NULL;
+    }
+    json_object_set_new (o, "array_task_id",
+                         j->array_task_id == STORE_NO_TASK
+                         ? json_null ()
+                         : json_integer (j->array_task_id));
+    json_object_set_new (o, "options", opts ? opts : json_object ());
+    return o;
+}
+
+/* A job-id-like member: an integer in 1..JOB_ID_MAX. */
+static int get_id (json_t *req, const char *key, bool required,
+                   uint32_t *out, tier_error_t *error)
+{
+    json_t *v = json_object_get (req, key);
+
+    if (!v) {
+        if (!required)
+            return 0;
+        errno = EINVAL;
+        return tier_errprintf (error, "'%s' is missing", key);
+    }
+    if (!json_is_integer (v) || json_integer_value (v) < 0
+        || json_integer_value (v) > (json_int_t) UINT32_MAX) {
+        errno = EINVAL;
+        return tier_errprintf (error, "'%s' must be an integer in 0..%u",
+                               key, UINT32_MAX);
+    }
+    *out = (uint32_t) json_integer_value (v);
+    return 0;
+}
+
+static bool user_name_valid (const char *s)
+{
+    size_t n = strlen (s);
+
+    if (n == 0 || n >= 64)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum ((unsigned char) s[i]) && !strchr ("._-$", s[i]))
+            return false;
+    return true;
+}
+
+/* Look up the job a record request names, and authorise the caller. */
+static int job_for_caller (struct agent *a, struct conn *c, uint32_t job_id,
+                           json_t *req, struct store_job *job,
+                           tier_error_t *error)
+{
+    uint32_t restart = UINT32_MAX;
+    int rc;
+
+    if (get_id (req, "restart", false, &restart, error) < 0)
+        return -1;
+    if (restart == UINT32_MAX)
+        rc = store_job_latest (a->store, job_id, job, error);
+    else
+        rc = store_job_get (a->store, job_id, restart, job, error);
+    if (rc < 0)
+        return -1;
+    if (!agent_privileged (a, c->cred.uid) && job->uid != c->cred.uid) {
+        errno = EPERM;
+        return tier_errprintf (error, "job %u belongs to another user",
+                               job_id);
+    }
+    return 0;
+}
+
+static json_t *op_ping (struct agent *a, struct conn *c, json_t *req,
+                        tier_error_t *error)
+{
+    return json_pack ("{s:s s:i s:s s:i s:I s:b}",
+                      "version", PACKAGE_VERSION,
+                      "protocol", TIER_PROTO_VERSION,
+                      "node", a->node,
+                      "pid", (int) getpid (),
+                      "uptime", (json_int_t) ((agent_now_ms ()
+                                               - a->started_ms) / 1000),
+                      "enabled", !a->disabled && a->conf->enabled);
+}
+
+static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
+                                tier_error_t *error)
+{
+    struct store_job job, old;
+    uint32_t job_id = 0, restart = 0, batch_id = 0, task = STORE_NO_TASK;
+    uint32_t uid = 0, gid = 0;
+    const char *user = NULL;
+    json_t *opts = json_object_get (req, "options");
+    char *optstr = NULL;
+    tier_error_t e2;
+
+    if (get_id (req, "job_id", true, &job_id, error) < 0
+        || get_id (req, "restart", false, &restart, error) < 0
+        || get_id (req, "batch_id", false, &batch_id, error) < 0
+        || get_id (req, "array_task_id", false, &task, error) < 0
+        || get_id (req, "uid", true, &uid, error) < 0
+        || get_id (req, "gid", true, &gid, error) < 0)
+        return NULL;
+    if (job_id == 0 || job_id > JOB_ID_MAX) {
+        errno = EINVAL;
+        tier_errprintf (error, "job_id %u is out of range", job_id);
+        return NULL;
+    }
+    if (json_unpack (req, "{s:s}", "user", &user) < 0
+        || !user_name_valid (user)) {
+        errno = EINVAL;
+        tier_errprintf (error, "'user' must be a user name");
+        return NULL;
+    }
+    if (opts && !json_is_object (opts)) {
+        errno = EINVAL;
+        tier_errprintf (error, "'options' must be an object");
+        return NULL;
+    }
+    if (opts && (!(optstr = json_dumps (opts, JSON_COMPACT | JSON_SORT_KEYS))
+                 || strlen (optstr) >= sizeof (job.options))) {
+        free (optstr);
+        errno = E2BIG;
+        tier_errprintf (error, "'options' is too large");
+        return NULL;
+    }
+    memset (&job, 0, sizeof (job));
+    job.job_id = job_id;
+    job.restart = restart;
+    job.batch_id = batch_id ? batch_id : job_id;
+    job.array_task_id = task;
+    job.uid = uid;
+    job.gid = gid;
+    (void) snprintf (job.user, sizeof (job.user), "%s", user);
+    (void) snprintf (job.node, sizeof (job.node), "%s", a->node);
+    (void) snprintf (job.options, sizeof (job.options), "%s",
+                     optstr ? optstr : "{}");
+    free (optstr);
+    job.state = STORE_JOB_RUNNING;
+    job.registered = time (NULL);
+    job.steps = 1;
+    if (store_job_get (a->store, job_id, restart, &old, &e2) == 0
+        && old.state == STORE_JOB_RUNNING) {
+        job.registered = old.registered;
+        job.steps = old.steps + 1;
+    }
+    if (store_job_put (a->store, &job, error) < 0)
+        return NULL;
+    if (job.steps == 1)
+        tier_log (LOG_INFO, "job %u (batch %u, user %s) registered",
+                  job.job_id, job.batch_id, job.user);
+    return json_pack ("{s:I s:I s:s s:b}",
+                      "job_id", (json_int_t) job.job_id,
+                      "batch_id", (json_int_t) job.batch_id,
+                      "node", a->node,
+                      "enabled", !a->disabled && a->conf->enabled);
+}
+
+static json_t *op_job_end (struct agent *a, struct conn *c, json_t *req,
+                           tier_error_t *error)
+{
+    struct store_job job;
+    uint32_t job_id = 0;
+
+    if (get_id (req, "job_id", true, &job_id, error) < 0
+        || job_for_caller (a, c, job_id, req, &job, error) < 0)
+        return NULL;
+    if (job.state == STORE_JOB_RUNNING) {
+        job.state = STORE_JOB_ENDED;
+        job.ended = time (NULL);
+        if (store_job_put (a->store, &job, error) < 0)
+            return NULL;
+        (void) ctr_flush (a);
+        tier_log (LOG_INFO, "job %u ended", job.job_id);
+    }
+    return json_pack ("{s:I s:s}", "job_id", (json_int_t) job.job_id,
+                      "state", "ended");
+}
+
+struct list_ctx {
+    struct agent *a;
+    uid_t uid;
+    bool all;
+    json_t *arr;
+};
+
+static int list_cb (const struct store_job *j, void *arg)
+{
+    struct list_ctx *lc = arg;
+    json_t *o;
+
+    if (!lc->all && j->uid != lc->uid)
+        return 0;
+    if ((o = job_to_json (j)))
+        json_array_append_new (lc->arr, o);
+    return 0;
+}
+
+static json_t *op_jobs (struct agent *a, struct conn *c, json_t *req,
+                        tier_error_t *error)
+{
+    struct list_ctx lc = {
+        .a = a,
+        .uid = c->cred.uid,
+        .all = agent_privileged (a, c->cred.uid),
+        .arr = json_array (),
+    };
+
+    if (!lc.arr || store_job_foreach (a->store, list_cb, &lc, error) < 0) {
+        json_decref (lc.arr);
+        return NULL;
+    }
+    return json_pack ("{s:s s:o}", "node", a->node, "jobs", lc.arr);
+}
+
+static json_t *op_job_show (struct agent *a, struct conn *c, json_t *req,
+                            tier_error_t *error)
+{
+    struct store_job job;
+    uint32_t job_id = 0;
+
+    if (get_id (req, "job_id", true, &job_id, error) < 0
+        || job_for_caller (a, c, job_id, req, &job, error) < 0)
+        return NULL;
+    return job_to_json (&job);
+}
+
+/* The caller's own job, from its process ancestry. */
+static int caller_job (struct agent *a, struct conn *c, struct store_job *job,
+                       struct peer_job *pj, tier_error_t *error)
+{
+    if (peer_job_of (NULL, c->cred.pid, pj, error) < 0)
+        return -1;
+    if (store_job_latest (a->store, pj->job_id, job, error) < 0
+        || job->state != STORE_JOB_RUNNING) {
+        errno = ENOENT;
+        return tier_errprintf (error, "job %u is not registered on node %s",
+                               pj->job_id, a->node);
+    }
+    if (!agent_privileged (a, c->cred.uid) && job->uid != c->cred.uid) {
+        errno = EPERM;
+        return tier_errprintf (error, "job %u belongs to another user",
+                               pj->job_id);
+    }
+    return 0;
+}
+
+static json_t *op_whoami (struct agent *a, struct conn *c, json_t *req,
+                          tier_error_t *error)
+{
+    struct store_job job;
+    struct peer_job pj;
+
+    if (caller_job (a, c, &job, &pj, error) < 0)
+        return NULL;
+    return json_pack ("{s:I s:s s:I s:I s:s}",
+                      "job_id", (json_int_t) job.job_id,
+                      "step", pj.step,
+                      "batch_id", (json_int_t) job.batch_id,
+                      "uid", (json_int_t) c->cred.uid,
+                      "node", a->node);
+}
+
+struct batch_ctx {
+    uint32_t batch_id;
+    uid_t uid;
+    bool found;
+};
+
+static int batch_cb (const struct store_job *j, void *arg)
+{
+    struct batch_ctx *bc = arg;
+
+    if (j->batch_id == bc->batch_id) {
+        bc->uid = j->uid;
+        bc->found = true;
+        return 1;
+    }
+    return 0;
+}
+
+static json_t *op_counters (struct agent *a, struct conn *c, json_t *req,
+                            tier_error_t *error)
+{
+    const char *scope = NULL;
+    struct tier_counters ctr;
+    uint32_t id = 0;
+    uint64_t key = 0;
+    enum tier_scope sc;
+    json_t *o;
+
+    if (json_unpack (req, "{s:s}", "scope", &scope) < 0) {
+        errno = EINVAL;
+        tier_errprintf (error, "'scope' must be job, batch or node");
+        return NULL;
+    }
+    if (!strcmp (scope, "node")) {
+        sc = TIER_SCOPE_NODE;
+    }
+    else if (!strcmp (scope, "job")) {
+        struct store_job job;
+        if (get_id (req, "id", true, &id, error) < 0
+            || job_for_caller (a, c, id, req, &job, error) < 0)
+            return NULL;
+        sc = TIER_SCOPE_JOB;
+        key = store_job_key (job.job_id, job.restart);
+    }
+    else if (!strcmp (scope, "batch")) {
+        struct batch_ctx bc = { 0 };
+        if (get_id (req, "id", true, &id, error) < 0)
+            return NULL;
+        bc.batch_id = id;
+        if (store_job_foreach (a->store, batch_cb, &bc, error) < 0)
+            return NULL;
+        if (!bc.found) {
+            errno = ENOENT;
+            tier_errprintf (error, "batch %u has no job on node %s", id,
+                            a->node);
+            return NULL;
+        }
+        if (!agent_privileged (a, c->cred.uid) && bc.uid != c->cred.uid) {
+            errno = EPERM;
+            tier_errprintf (error, "batch %u belongs to another user", id);
+            return NULL;
+        }
+        sc = TIER_SCOPE_BATCH;
+        key = id;
+    }
+    else {
+        errno = EINVAL;
+        tier_errprintf (error, "'scope' must be job, batch or node");
+        return NULL;
+    }
+    if (ctr_get (a, sc, key, &ctr) < 0) {
+        errno = EIO;
+        tier_errprintf (error, "cannot read counters");
+        return NULL;
+    }
+    if (!(o = ctr_to_json (&ctr)))
+        return NULL;
+    return json_pack ("{s:s s:I s:s s:o}", "scope", scope,
+                      "id", (json_int_t) id, "node", a->node,
+                      "counters", o);
+}
+
+static json_t *op_counter_add (struct agent *a, struct conn *c, json_t *req,
+                               tier_error_t *error)
+{
+    struct store_job job;
+    struct peer_job pj;
+    const char *role = NULL, *name = NULL;
+    json_int_t value = 0;
+    int r, k;
+
+    if (json_unpack (req, "{s:s s:s s:I}", "role", &role, "counter", &name,
+                     "value", &value) < 0
+        || (r = tier_role_parse (role)) < 0
+        || (k = tier_ctr_parse (name)) < 0
+        || value < 0 || (uint64_t) value > COUNTER_ADD_MAX) {
+        errno = EINVAL;
+        tier_errprintf (error, "counter.add needs a known 'role' and "
+                        "'counter' and a 'value' in 0..2^50");
+        return NULL;
+    }
+    if (caller_job (a, c, &job, &pj, error) < 0)
+        return NULL;
+    ctr_add (a, &job, r, k, (uint64_t) value);
+    return json_pack ("{s:I}", "job_id", (json_int_t) job.job_id);
+}
+
+static json_t *op_node_enable (struct agent *a, struct conn *c, json_t *req,
+                               tier_error_t *error)
+{
+    int enable = 1;
+
+    if (json_unpack (req, "{s:b}", "enable", &enable) < 0) {
+        errno = EINVAL;
+        tier_errprintf (error, "'enable' must be true or false");
+        return NULL;
+    }
+    {
+        char path[4096];
+        int fd;
+        (void) snprintf (path, sizeof (path), "%s/disabled",
+                         a->conf->state_dir);
+        if (enable)
+            (void) unlink (path);
+        else if ((fd = open (path, O_WRONLY | O_CREAT | O_CLOEXEC
+                             | O_NOFOLLOW, 0644)) >= 0)
+            close (fd);
+    }
+    a->disabled = !enable;
+    tier_log (LOG_NOTICE, "tier %s on this node by uid %d",
+              enable ? "enabled" : "disabled", (int) c->cred.uid);
+    return json_pack ("{s:s s:b}", "node", a->node, "enabled",
+                      !a->disabled && a->conf->enabled);
+}
+
+static const struct rpc_op ops[] = {
+    { "ping", op_ping, false },
+    { "job.register", op_job_register, true },
+    { "job.end", op_job_end, true },
+    { "jobs", op_jobs, false },
+    { "job.show", op_job_show, false },
+    { "whoami", op_whoami, false },
+    { "counters", op_counters, false },
+    { "counter.add", op_counter_add, false },
+    { "node.enable", op_node_enable, true },
+    { NULL, NULL, false },
+};
+
+char *rpc_handle (struct agent *a, struct conn *c, const char *body,
+                  size_t len, int *fds, int nfds)
+{
+    json_error_t jerr;
+    json_t *req, *res;
+    const char *name = NULL;
+    const struct rpc_op *op;
+    tier_error_t error = { { 0 } };
+    char *out;
+
+    if (!(req = json_loadb (body, len, JSON_REJECT_DUPLICATES, &jerr))
+        || !json_is_object (req)) {
+        json_decref (req);
+        return rpc_error_body (EINVAL, "request is not a JSON object");
+    }
+    if (json_unpack (req, "{s:s}", "op", &name) < 0) {
+        json_decref (req);
+        return rpc_error_body (EINVAL, "request has no 'op'");
+    }
+    for (op = ops; op->name; op++)
+        if (!strcmp (op->name, name))
+            break;
+    if (!op->name) {
+        out = rpc_error_body (ENOSYS, "unknown request '%.64s'", name);
+        json_decref (req);
+        return out;
+    }
+    if (op->privileged && !agent_privileged (a, c->cred.uid)) {
+        out = rpc_error_body (EPERM, "'%s' is for root and SlurmUser only",
+                              op->name);
+        json_decref (req);
+        return out;
+    }
+    errno = 0;
+    if (!(res = op->fn (a, c, req, &error))) {
+        int e = errno ? errno : EIO;
+        out = rpc_error_body (e, "%s", error.text[0] ? error.text
+                                                     : strerror (e));
+        tier_log (LOG_DEBUG, "%s from uid %d: %s", op->name,
+                  (int) c->cred.uid, error.text);
+    }
+    else {
+        out = json_dumps (res, JSON_COMPACT);
+        json_decref (res);
+    }
+    json_decref (req);
+    return out;
+}

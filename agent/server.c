@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* server.c - tierd's event loop: the socket, signals, timers, connections
+ *
+ * One thread, epoll, non-blocking connections with their own reader and
+ * writer, so that a slow or silent client never blocks the others: a
+ * message must arrive whole within AGENT_MSG_TIMEOUT_MS, an oversized one
+ * is refused from its header, garbage gets an error reply, and the
+ * connection is closed after it.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+#include "agent.h"
+
+enum { EV_LISTEN = 1, EV_SIGNAL, EV_TIMER, EV_RECON };
+
+int64_t agent_now_ms (void)
+{
+    struct timespec ts;
+
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The socket directory: root-owned 0755, never a symlink; created if
+ * missing (with its parents), refused if someone else made it.
+ */
+static int socket_dir (const char *dir, tier_error_t *error)
+{
+    struct stat st;
+
+    if (lstat (dir, &st) < 0) {
+        char tmp[4096];
+        if (errno != ENOENT)
+            return tier_errprintf (error, "%s: %s", dir, strerror (errno));
+        (void) snprintf (tmp, sizeof (tmp), "%s", dir);
+        for (char *p = tmp + 1; *p; p++) {
+            if (*p == '/') {
+                *p = '\0';
+                (void) mkdir (tmp, 0755);
+                *p = '/';
+            }
+        }
+        if (mkdir (dir, 0755) < 0 && errno != EEXIST)
+            return tier_errprintf (error, "%s: %s", dir, strerror (errno));
+        if (lstat (dir, &st) < 0)
+            return tier_errprintf (error, "%s: %s", dir, strerror (errno));
+    }
+    if (!S_ISDIR (st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
+        errno = EPERM;
+        return tier_errprintf (error, "%s: must be a directory owned by root "
+                               "and not writable by others (a symlink or a "
+                               "directory made by someone else is refused)",
+                               dir);
+    }
+    if ((st.st_mode & 07777) != 0755)
+        (void) chmod (dir, 0755);
+    return 0;
+}
+
+static int listen_socket (struct agent *a, tier_error_t *error)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    int fd;
+
+    if (socket_dir (a->conf->socket_dir, error) < 0)
+        return -1;
+    if (tier_conf_socket_path (a->conf, a->sockpath, sizeof (a->sockpath)) < 0
+        || strlen (a->sockpath) >= sizeof (sun.sun_path)) {
+        errno = ENAMETOOLONG;
+        return tier_errprintf (error, "%s/tierd.sock: path too long for a "
+                               "unix socket", a->conf->socket_dir);
+    }
+    strcpy (sun.sun_path, a->sockpath);
+    if ((fd = socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                      0)) < 0)
+        return tier_errprintf (error, "socket: %s", strerror (errno));
+    /* We hold the instance lock: a socket file left here is stale. */
+    (void) unlink (a->sockpath);
+    if (bind (fd, (struct sockaddr *) &sun, sizeof (sun)) < 0
+        || chmod (a->sockpath, 0666) < 0 || listen (fd, 128) < 0) {
+        tier_errprintf (error, "%s: %s", a->sockpath, strerror (errno));
+        close (fd);
+        return -1;
+    }
+    a->lfd = fd;
+    return 0;
+}
+
+static int ep_add (struct agent *a, int fd, uint32_t events, uint64_t tag)
+{
+    struct epoll_event ev = { .events = events, .data.u64 = tag };
+    return epoll_ctl (a->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+int server_init (struct agent *a, tier_error_t *error)
+{
+    struct itimerspec its = {
+        .it_interval = { 1, 0 },
+        .it_value = { 1, 0 },
+    };
+    sigset_t mask;
+
+    a->epfd = a->lfd = a->sigfd = a->timerfd = -1;
+    sigemptyset (&mask);
+    sigaddset (&mask, SIGTERM);
+    sigaddset (&mask, SIGINT);
+    sigaddset (&mask, SIGHUP);
+    sigprocmask (SIG_BLOCK, &mask, NULL);
+    signal (SIGPIPE, SIG_IGN);
+    if ((a->epfd = epoll_create1 (EPOLL_CLOEXEC)) < 0
+        || (a->sigfd = signalfd (-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0
+        || (a->timerfd = timerfd_create (CLOCK_MONOTONIC,
+                                         TFD_NONBLOCK | TFD_CLOEXEC)) < 0
+        || timerfd_settime (a->timerfd, 0, &its, NULL) < 0)
+        return tier_errprintf (error, "event loop: %s", strerror (errno));
+    if (listen_socket (a, error) < 0)
+        return -1;
+    if (ep_add (a, a->lfd, EPOLLIN, EV_LISTEN) < 0
+        || ep_add (a, a->sigfd, EPOLLIN, EV_SIGNAL) < 0
+        || ep_add (a, a->timerfd, EPOLLIN, EV_TIMER) < 0)
+        return tier_errprintf (error, "epoll: %s", strerror (errno));
+    {
+        int efd = jobs_reconcile_start (a);
+        if (efd >= 0 && ep_add (a, efd, EPOLLIN, EV_RECON) < 0)
+            return tier_errprintf (error, "epoll: %s", strerror (errno));
+    }
+    return 0;
+}
+
+static void conn_close (struct agent *a, struct conn *c)
+{
+    (void) epoll_ctl (a->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close (c->fd);
+    tier_msgreader_fini (&c->rd);
+    tier_msgwriter_fini (&c->wr);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        a->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    a->nconns--;
+    free (c);
+}
+
+void server_fini (struct agent *a)
+{
+    while (a->conns)
+        conn_close (a, a->conns);
+    if (a->lfd >= 0) {
+        close (a->lfd);
+        (void) unlink (a->sockpath);
+    }
+    if (a->sigfd >= 0)
+        close (a->sigfd);
+    if (a->timerfd >= 0)
+        close (a->timerfd);
+    if (a->epfd >= 0)
+        close (a->epfd);
+}
+
+static void conn_want_write (struct agent *a, struct conn *c, bool on)
+{
+    struct epoll_event ev = {
+        .events = (c->closing ? 0 : EPOLLIN) | (on ? EPOLLOUT : 0),
+        .data.ptr = c,
+    };
+    (void) epoll_ctl (a->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* Flush what is queued; returns -1 if the connection was closed. */
+static int conn_flush (struct agent *a, struct conn *c)
+{
+    tier_error_t error;
+    int rc = tier_msgwriter_flush (&c->wr, c->fd, &error);
+
+    if (rc < 0) {
+        tier_log (LOG_DEBUG, "client pid %d: %s", (int) c->cred.pid,
+                  error.text);
+        conn_close (a, c);
+        return -1;
+    }
+    if (rc == 1 && c->closing) {
+        conn_close (a, c);
+        return -1;
+    }
+    conn_want_write (a, c, rc == 0);
+    return 0;
+}
+
+static void conn_reply (struct agent *a, struct conn *c, uint32_t id,
+                        char *body)
+{
+    if (!body
+        || tier_msgwriter_queue (&c->wr, TIER_MSG_RESPONSE, id, body,
+                                 strlen (body), NULL, 0) < 0)
+        c->closing = true;              /* out of memory: give up on it */
+    free (body);
+}
+
+/* A framing error: reply once, then close after the reply is out. */
+static void conn_fail (struct agent *a, struct conn *c, int errnum,
+                       const char *text)
+{
+    tier_log (LOG_INFO, "client pid %d uid %d: %s", (int) c->cred.pid,
+              (int) c->cred.uid, text);
+    conn_reply (a, c, 0, rpc_error_body (errnum, "%s", text));
+    c->closing = true;
+}
+
+static void conn_read (struct agent *a, struct conn *c)
+{
+    tier_error_t error;
+    int rc;
+
+    for (int n = 0; n < 16 && !c->closing; n++) {
+        rc = tier_msgreader_read (&c->rd, c->fd, &error);
+        c->last_ms = agent_now_ms ();
+        if (rc == 0) {
+            /* need more: start the whole-message clock if a message began */
+            if (c->rd.hdr_got > 0) {
+                if (!c->partial_ms)
+                    c->partial_ms = c->last_ms;
+            }
+            break;
+        }
+        if (rc < 0) {
+            if (errno == ENODATA || errno == ECONNRESET) {
+                conn_close (a, c);
+                return;
+            }
+            conn_fail (a, c, errno, error.text);
+            break;
+        }
+        c->partial_ms = 0;
+        {
+            const struct tier_msghdr *h = tier_msgreader_hdr (&c->rd);
+            int fds[TIER_MSG_FDS_MAX];
+            int nfds = tier_msgreader_take_fds (&c->rd, fds);
+            size_t len = h->len;
+            char *body = tier_msgreader_take_body (&c->rd);
+            uint32_t id = h->id;
+            char *reply;
+
+            if (h->version != TIER_PROTO_VERSION) {
+                reply = rpc_error_body (EPROTO, "protocol version %u is not "
+                                        "supported by tierd %s (it speaks "
+                                        "version %d)", (unsigned) h->version,
+                                        PACKAGE_VERSION, TIER_PROTO_VERSION);
+                c->closing = true;
+            }
+            else if (h->type != TIER_MSG_REQUEST)
+                reply = rpc_error_body (EPROTO, "expected a request");
+            else
+                reply = rpc_handle (a, c, body ? body : "", len, fds, nfds);
+            for (int i = 0; i < nfds; i++)
+                if (fds[i] >= 0)
+                    close (fds[i]);
+            free (body);
+            tier_msgreader_reset (&c->rd);
+            conn_reply (a, c, id, reply);
+        }
+    }
+    (void) conn_flush (a, c);
+}
+
+static void do_accept (struct agent *a)
+{
+    for (int n = 0; n < 64; n++) {
+        struct conn *c;
+        socklen_t len = sizeof (struct ucred);
+        int fd = accept4 (a->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EINTR)
+                tier_log_error ("accept");
+            return;
+        }
+        if (a->nconns >= AGENT_CONNS_MAX || !(c = calloc (1, sizeof (*c)))) {
+            tier_log (LOG_WARNING, "too many clients (%d): refusing one",
+                      a->nconns);
+            close (fd);
+            continue;
+        }
+        c->fd = fd;
+        if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0) {
+            tier_log_error ("SO_PEERCRED");
+            close (fd);
+            free (c);
+            continue;
+        }
+        tier_msgreader_init (&c->rd, TIER_MSG_MAX);
+        c->last_ms = agent_now_ms ();
+        c->next = a->conns;
+        if (a->conns)
+            a->conns->prev = c;
+        a->conns = c;
+        a->nconns++;
+        {
+            struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+            if (epoll_ctl (a->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+                tier_log_error ("epoll_ctl");
+                conn_close (a, c);
+            }
+        }
+    }
+}
+
+static void do_signal (struct agent *a)
+{
+    struct signalfd_siginfo si;
+
+    while (read (a->sigfd, &si, sizeof (si)) == sizeof (si)) {
+        if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+            tier_log (LOG_NOTICE, "signal %d: stopping", (int) si.ssi_signo);
+            a->stop = true;
+        }
+        else if (si.ssi_signo == SIGHUP) {
+            struct tier_conf *conf = tier_conf_create (a->node);
+            tier_error_t error;
+
+            /* parse everything first, then apply (or keep the old) */
+            if (!conf || tier_conf_load (conf, a->conf_path, true,
+                                         &error) < 0) {
+                tier_log (LOG_ERR, "reload: %s; keeping the old "
+                          "configuration", conf ? error.text : "no memory");
+                tier_conf_destroy (conf);
+                continue;
+            }
+            tier_log_set_level (conf->log_level);
+            (void) tier_log_reopen ();
+            tier_conf_destroy (a->conf);
+            a->conf = conf;
+            tier_log (LOG_NOTICE, "reloaded %s", a->conf_path);
+        }
+    }
+}
+
+static void do_timer (struct agent *a)
+{
+    uint64_t ticks;
+    int64_t now = agent_now_ms ();
+    struct conn *c, *next;
+
+    while (read (a->timerfd, &ticks, sizeof (ticks)) == sizeof (ticks))
+        ;
+    for (c = a->conns; c; c = next) {
+        next = c->next;
+        if (c->partial_ms && now - c->partial_ms > AGENT_MSG_TIMEOUT_MS) {
+            conn_fail (a, c, ETIMEDOUT, "a message did not arrive whole "
+                       "within 5 s");
+            (void) conn_flush (a, c);
+        }
+        else if (now - c->last_ms > AGENT_IDLE_TIMEOUT_MS)
+            conn_close (a, c);
+    }
+    if (now - a->last_flush_ms >= AGENT_FLUSH_MS) {
+        (void) ctr_flush (a);
+        a->last_flush_ms = now;
+    }
+}
+
+int server_run (struct agent *a)
+{
+    struct epoll_event evs[64];
+
+    while (!a->stop) {
+        int n = epoll_wait (a->epfd, evs, 64, -1);
+
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            tier_log_error ("epoll_wait");
+            return -1;
+        }
+        for (int i = 0; i < n; i++) {
+            uint64_t tag = evs[i].data.u64;
+            if (tag == EV_LISTEN)
+                do_accept (a);
+            else if (tag == EV_SIGNAL)
+                do_signal (a);
+            else if (tag == EV_TIMER)
+                do_timer (a);
+            else if (tag == EV_RECON)
+                (void) jobs_reconcile_finish (a);
+            else {
+                struct conn *c = evs[i].data.ptr;
+                bool alive = false;
+                /* the connection may have been closed by an earlier event
+                 * of this batch: only touch it if it is still listed */
+                for (struct conn *x = a->conns; x; x = x->next)
+                    if (x == c) {
+                        alive = true;
+                        break;
+                    }
+                if (!alive)
+                    continue;
+                if (evs[i].events & (EPOLLERR | EPOLLHUP)
+                    && !(evs[i].events & EPOLLIN)) {
+                    conn_close (a, c);
+                    continue;
+                }
+                if (evs[i].events & EPOLLOUT) {
+                    if (conn_flush (a, c) < 0)
+                        continue;
+                }
+                if (evs[i].events & EPOLLIN)
+                    conn_read (a, c);
+            }
+        }
+    }
+    (void) ctr_flush (a);
+    return 0;
+}

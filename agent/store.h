@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* store.h - the agent's durable state in LMDB: the job registry and the
+ * counters.  Only the agent opens the environment (StateDir/registry,
+ * node-local, root 0700); clients ask the agent.
+ */
+#ifndef TIER_STORE_H
+#define TIER_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/counters.h"
+#include "lib/error.h"
+
+#define STORE_MAPSIZE_DEFAULT (1UL << 30)    /* sparse: only used pages */
+#define STORE_NO_TASK 0xfffffffeU            /* not an array task */
+
+enum store_job_state {
+    STORE_JOB_RUNNING = 1,      /* registered, its epilog has not run */
+    STORE_JOB_ENDED,            /* its epilog ran */
+    STORE_JOB_RECONCILED,       /* ended while the agent was down */
+};
+
+struct store_job {
+    uint32_t job_id;
+    uint32_t restart;           /* requeued jobs reuse the id */
+    uint32_t batch_id;          /* array job id, or the job id */
+    uint32_t array_task_id;     /* STORE_NO_TASK if not an array task */
+    uint32_t uid;
+    uint32_t gid;
+    char user[64];
+    char node[64];
+    enum store_job_state state;
+    int64_t registered;         /* seconds since the epoch */
+    int64_t ended;              /* 0 while running */
+    int32_t steps;              /* steps that registered on this node */
+    char options[2048];         /* the job's --tier options, as JSON */
+};
+
+struct store;
+
+struct store *store_open (const char *dir, size_t mapsize,
+                          tier_error_t *error);
+void store_close (struct store *st);
+
+/* Insert or replace the record of (job_id, restart). */
+int store_job_put (struct store *st, const struct store_job *job,
+                   tier_error_t *error);
+
+/* Get one record; -1 with errno ENOENT if absent. */
+int store_job_get (struct store *st, uint32_t job_id, uint32_t restart,
+                   struct store_job *job, tier_error_t *error);
+
+/* The record of job_id with the highest restart count. */
+int store_job_latest (struct store *st, uint32_t job_id,
+                      struct store_job *job, tier_error_t *error);
+
+int store_job_delete (struct store *st, uint32_t job_id, uint32_t restart,
+                      tier_error_t *error);
+
+/* Call cb for every record in key order (cb returns non-zero to stop). */
+typedef int (*store_job_f) (const struct store_job *job, void *arg);
+int store_job_foreach (struct store *st, store_job_f cb, void *arg,
+                       tier_error_t *error);
+
+/* Counters.  ids: a job is (job_id << 32 | restart), a batch its id, the
+ * node 0.
+ */
+static inline uint64_t store_job_key (uint32_t job_id, uint32_t restart)
+{
+    return ((uint64_t) job_id << 32) | restart;
+}
+
+struct store_delta {
+    enum tier_scope scope;
+    uint64_t id;
+    struct tier_counters c;
+};
+
+/* Add n deltas to the stored counters in one transaction. */
+int store_counters_add (struct store *st, const struct store_delta *d,
+                        int n, tier_error_t *error);
+
+/* Stored counters of one key (zeros if none; returns 0 either way). */
+int store_counters_get (struct store *st, enum tier_scope scope, uint64_t id,
+                        struct tier_counters *c, tier_error_t *error);
+
+/* Delete the counters of one key (retention). */
+int store_counters_delete (struct store *st, enum tier_scope scope,
+                           uint64_t id, tier_error_t *error);
+
+#endif /* !TIER_STORE_H */

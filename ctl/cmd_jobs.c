@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* cmd_jobs.c - tierctl jobs, tierctl counters, tierctl ping,
+ * tierctl enable/disable */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lib/counters.h"
+#include "ctl.h"
+
+static int no_args (struct ctl *ctl, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "json", no_argument, NULL, 'j' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+
+    while ((c = getopt_long (argc, argv, "+j", longopts, NULL)) != -1) {
+        if (c == 'j')
+            ctl->json = true;
+        else
+            return -1;
+    }
+    return optind < argc ? -1 : 0;
+}
+
+static void fmt_time (json_int_t t, char *buf, size_t size)
+{
+    time_t tt = (time_t) t;
+    struct tm tm;
+
+    if (t <= 0) {
+        (void) snprintf (buf, size, "-");
+        return;
+    }
+    localtime_r (&tt, &tm);
+    strftime (buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+}
+
+int cmd_jobs (struct ctl *ctl, int argc, char **argv)
+{
+    json_t *res, *jobs, *j;
+    size_t i;
+
+    if (no_args (ctl, argc, argv) < 0)
+        return ctl_usage (ctl_cmd_find ("jobs"));
+    if (!(res = ctl_call (ctl, json_pack ("{s:s}", "op", "jobs"))))
+        return CTL_ERROR;
+    if (ctl->json) {
+        ctl_print_json (res);
+        json_decref (res);
+        return CTL_OK;
+    }
+    jobs = json_object_get (res, "jobs");
+    printf ("%-9s %-3s %-9s %-6s %-10s %-10s %-5s %-19s %-19s\n", "JOBID",
+            "RST", "BATCH", "TASK", "USER", "STATE", "STEPS", "REGISTERED",
+            "ENDED");
+    json_array_foreach (jobs, i, j) {
+        char reg[32], end[32], task[16];
+        json_t *t = json_object_get (j, "array_task_id");
+
+        fmt_time (json_integer_value (json_object_get (j, "registered")),
+                  reg, sizeof (reg));
+        fmt_time (json_integer_value (json_object_get (j, "ended")),
+                  end, sizeof (end));
+        if (json_is_integer (t))
+            (void) snprintf (task, sizeof (task), "%lld",
+                             (long long) json_integer_value (t));
+        else
+            (void) snprintf (task, sizeof (task), "-");
+        printf ("%-9lld %-3lld %-9lld %-6s %-10s %-10s %-5lld %-19s %-19s\n",
+                (long long) json_integer_value (json_object_get (j, "job_id")),
+                (long long) json_integer_value (json_object_get (j, "restart")),
+                (long long) json_integer_value (json_object_get (j,
+                                                                 "batch_id")),
+                task,
+                json_string_value (json_object_get (j, "user")),
+                json_string_value (json_object_get (j, "state")),
+                (long long) json_integer_value (json_object_get (j, "steps")),
+                reg, end);
+    }
+    json_decref (res);
+    return CTL_OK;
+}
+
+int cmd_counters (struct ctl *ctl, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "job", required_argument, NULL, 'J' },
+        { "batch", required_argument, NULL, 'b' },
+        { "json", no_argument, NULL, 'j' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *scope = "node";
+    long long id = 0;
+    json_t *req, *res, *ctr;
+    char *end;
+    int c;
+
+    while ((c = getopt_long (argc, argv, "+J:b:j", longopts, NULL)) != -1) {
+        switch (c) {
+            case 'J':
+            case 'b':
+                scope = c == 'J' ? "job" : "batch";
+                id = strtoll (optarg, &end, 10);
+                if (*end || id <= 0 || id > 0xfffffff0LL) {
+                    fprintf (stderr, "tierctl counters: '%s' is not a job "
+                             "id\n", optarg);
+                    return CTL_USAGE;
+                }
+                break;
+            case 'j':
+                ctl->json = true;
+                break;
+            default:
+                return ctl_usage (ctl_cmd_find ("counters"));
+        }
+    }
+    if (optind < argc)
+        return ctl_usage (ctl_cmd_find ("counters"));
+    req = json_pack ("{s:s s:s}", "op", "counters", "scope", scope);
+    if (strcmp (scope, "node"))
+        json_object_set_new (req, "id", json_integer (id));
+    if (!(res = ctl_call (ctl, req)))
+        return CTL_ERROR;
+    if (ctl->json) {
+        ctl_print_json (res);
+        json_decref (res);
+        return CTL_OK;
+    }
+    ctr = json_object_get (res, "counters");
+    printf ("%s %lld on node %s (raw counters)\n", scope, id,
+            json_string_value (json_object_get (res, "node")));
+    printf ("%-20s %14s %14s %14s %14s\n", "COUNTER", "endpoint", "pipeline",
+            "batch", "total");
+    for (int k = 0; k < TIER_CTR_COUNT; k++) {
+        const char *n = tier_ctr_name (k);
+        printf ("%-20s", n);
+        for (int r = 0; r < TIER_ROLE_COUNT; r++)
+            printf (" %14lld", (long long) json_integer_value (
+                        json_object_get (json_object_get (ctr,
+                                                          tier_role_name (r)),
+                                         n)));
+        printf (" %14lld\n", (long long) json_integer_value (
+                    json_object_get (json_object_get (ctr, "total"), n)));
+    }
+    json_decref (res);
+    return CTL_OK;
+}
+
+int cmd_ping (struct ctl *ctl, int argc, char **argv)
+{
+    json_t *res;
+
+    if (no_args (ctl, argc, argv) < 0)
+        return ctl_usage (ctl_cmd_find ("ping"));
+    if (!(res = ctl_call (ctl, json_pack ("{s:s}", "op", "ping"))))
+        return CTL_ERROR;
+    if (ctl->json)
+        ctl_print_json (res);
+    else
+        printf ("tierd %s on node %s: pid %lld, up %llds, tier %s\n",
+                json_string_value (json_object_get (res, "version")),
+                json_string_value (json_object_get (res, "node")),
+                (long long) json_integer_value (json_object_get (res, "pid")),
+                (long long) json_integer_value (json_object_get (res,
+                                                                 "uptime")),
+                json_is_true (json_object_get (res, "enabled"))
+                ? "enabled" : "disabled");
+    json_decref (res);
+    return CTL_OK;
+}
+
+static int set_enabled (struct ctl *ctl, int argc, char **argv, bool on)
+{
+    json_t *res;
+
+    if (no_args (ctl, argc, argv) < 0)
+        return ctl_usage (ctl_cmd_find (on ? "enable" : "disable"));
+    if (!(res = ctl_call (ctl, json_pack ("{s:s s:b}", "op", "node.enable",
+                                          "enable", on))))
+        return CTL_ERROR;
+    if (ctl->json)
+        ctl_print_json (res);
+    else
+        printf ("tier %s on node %s\n", on ? "enabled" : "disabled",
+                json_string_value (json_object_get (res, "node")));
+    json_decref (res);
+    return CTL_OK;
+}
+
+int cmd_enable (struct ctl *ctl, int argc, char **argv)
+{
+    return set_enabled (ctl, argc, argv, true);
+}
+
+int cmd_disable (struct ctl *ctl, int argc, char **argv)
+{
+    return set_enabled (ctl, argc, argv, false);
+}

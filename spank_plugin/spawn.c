@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* spawn.c - reach the node's agent, starting it when none answers
+ *
+ * The agent must outlive the job that starts it, under proctrack/linuxproc
+ * and proctrack/cgroup alike, and must never live inside a job's mount
+ * namespace.  So the grandchild that becomes tierd: starts a new session,
+ * joins PID 1's mount namespace, moves itself to the root of every cgroup
+ * hierarchy, resets signals (slurmstepd blocks some), takes uid/gid 0 for
+ * real, closes every descriptor and execs with a clean environment.
+ * Between fork and exec only async-signal-safe calls are made: slurmstepd
+ * is multithreaded.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/client.h"
+#include "lib/tjson.h"
+#include "spawn.h"
+
+#define CGROUPS_MAX 32
+
+static int64_t now_ms (void)
+{
+    struct timespec ts;
+
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int tier_agent_call (const struct tier_conf *conf, const char *body,
+                     char **reply, int timeout_ms, tier_error_t *error)
+{
+    char path[PATH_MAX];
+    size_t len;
+    int fd, rc;
+
+    if (tier_conf_socket_path (conf, path, sizeof (path)) < 0)
+        return tier_errprintf (error, "socket path too long");
+    if ((fd = tier_client_connect (path, timeout_ms, error)) < 0)
+        return -1;
+    rc = tier_client_call (fd, body, NULL, 0, reply, &len, timeout_ms, error);
+    close (fd);
+    return rc;
+}
+
+int tier_agent_ping (const struct tier_conf *conf, int timeout_ms,
+                     tier_error_t *error)
+{
+    char *reply = NULL;
+    int rc = tier_agent_call (conf, "{\"op\":\"ping\"}", &reply, timeout_ms,
+                              error);
+
+    free (reply);
+    return rc;
+}
+
+/* The cgroup.procs files of every mounted cgroup hierarchy's root. */
+static int cgroup_roots (char paths[][PATH_MAX], int max)
+{
+    FILE *f = fopen ("/proc/self/mountinfo", "re");
+    char line[4096];
+    int n = 0;
+
+    if (!f)
+        return 0;
+    while (n < max && fgets (line, sizeof (line), f)) {
+        char root[PATH_MAX], mnt[PATH_MAX];
+        const char *sep = strstr (line, " - ");
+        char fstype[64];
+
+        if (!sep || sscanf (sep + 3, "%63s", fstype) != 1)
+            continue;
+        if (strcmp (fstype, "cgroup") && strcmp (fstype, "cgroup2"))
+            continue;
+        if (sscanf (line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2)
+            continue;
+        if (strcmp (root, "/") != 0)
+            continue;                   /* a bind of a sub-cgroup */
+        if (snprintf (paths[n], PATH_MAX, "%s/cgroup.procs", mnt)
+            < PATH_MAX)
+            n++;
+    }
+    fclose (f);
+    return n;
+}
+
+static void child_exec (const char *tierd, char *const argv[], int nsfd,
+                        char cgpaths[][PATH_MAX], int ncg)
+{
+    static char *const envp[] = {
+        "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL,
+    };
+    struct sigaction sa;
+    sigset_t none;
+    int fd;
+
+    if (setsid () < 0)
+        _exit (126);
+    switch (fork ()) {
+        case -1: _exit (126);
+        case 0: break;
+        default: _exit (0);
+    }
+    /* the grandchild: nothing of the job may stay with it */
+    if (nsfd >= 0)
+        (void) setns (nsfd, CLONE_NEWNS);
+    for (int i = 0; i < ncg; i++) {
+        if ((fd = open (cgpaths[i], O_WRONLY | O_CLOEXEC)) >= 0) {
+            (void) write (fd, "0\n", 2);
+            close (fd);
+        }
+    }
+    memset (&sa, 0, sizeof (sa));
+    sa.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++)
+        (void) sigaction (s, &sa, NULL);
+    sigemptyset (&none);
+    (void) sigprocmask (SIG_SETMASK, &none, NULL);
+    if (setgroups (0, NULL) < 0 || setresgid (0, 0, 0) < 0
+        || setresuid (0, 0, 0) < 0)
+        _exit (126);
+    if (chdir ("/") < 0)
+        _exit (126);
+    umask (022);
+    if ((fd = open ("/dev/null", O_RDWR)) >= 0) {
+        (void) dup2 (fd, 0);
+        (void) dup2 (fd, 1);
+        (void) dup2 (fd, 2);
+    }
+    (void) syscall (SYS_close_range, 3U, ~0U, 0U);
+    execve (tierd, argv, envp);
+    _exit (127);
+}
+
+int tier_agent_spawn (const struct tier_conf *conf, const char *conf_path,
+                      const char *node, tier_error_t *error)
+{
+    static char cgpaths[CGROUPS_MAX][PATH_MAX];
+    char *argv[] = { "tierd", "-c", (char *) conf_path, "-N", (char *) node,
+                     NULL };
+    struct stat st;
+    int ncg, nsfd, status;
+    pid_t pid;
+
+    /* root code runs only a root-owned binary nobody else can change */
+    if (stat (conf->tierd_path, &st) < 0)
+        return tier_errprintf (error, "%s: %s", conf->tierd_path,
+                               strerror (errno));
+    if (!S_ISREG (st.st_mode) || st.st_uid != 0
+        || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        errno = EPERM;
+        return tier_errprintf (error, "%s: must be a root-owned file not "
+                               "writable by others", conf->tierd_path);
+    }
+    ncg = cgroup_roots (cgpaths, CGROUPS_MAX);
+    nsfd = open ("/proc/1/ns/mnt", O_RDONLY | O_CLOEXEC);
+    pid = fork ();
+    if (pid < 0) {
+        if (nsfd >= 0)
+            close (nsfd);
+        return tier_errprintf (error, "fork: %s", strerror (errno));
+    }
+    if (pid == 0)
+        child_exec (conf->tierd_path, argv, nsfd, cgpaths, ncg);
+    if (nsfd >= 0)
+        close (nsfd);
+    while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return 0;
+}
+
+int tier_agent_ensure (const struct tier_conf *conf, const char *conf_path,
+                       const char *node, int timeout_ms, tier_error_t *error)
+{
+    int64_t deadline;
+    tier_error_t e;
+
+    if (tier_agent_ping (conf, 2000, &e) == 0)
+        return 0;
+    if (tier_agent_spawn (conf, conf_path, node, error) < 0)
+        return -1;
+    deadline = now_ms () + timeout_ms;
+    while (now_ms () < deadline) {
+        struct timespec ts = { 0, 50 * 1000 * 1000 };
+        if (tier_agent_ping (conf, 1000, &e) == 0)
+            return 0;
+        nanosleep (&ts, NULL);
+    }
+    errno = ETIMEDOUT;
+    return tier_errprintf (error, "tierd did not answer within %d ms after "
+                           "it was started (%s)", timeout_ms, e.text);
+}

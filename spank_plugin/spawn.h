@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* spawn.h - the plugin's way to the node's agent (libc only) */
+#ifndef TIER_SPANK_SPAWN_H
+#define TIER_SPANK_SPAWN_H
+
+#include "lib/conf.h"
+#include "lib/error.h"
+
+/* One request to the agent of conf's node; *reply is malloc'd. */
+int tier_agent_call (const struct tier_conf *conf, const char *body,
+                     char **reply, int timeout_ms, tier_error_t *error);
+
+/* 0 if an agent answers a ping within timeout_ms. */
+int tier_agent_ping (const struct tier_conf *conf, int timeout_ms,
+                     tier_error_t *error);
+
+/* Start TierdPath detached from the caller (see spawn.c). */
+int tier_agent_spawn (const struct tier_conf *conf, const char *conf_path,
+                      const char *node, tier_error_t *error);
+
+/* Ping; if nothing answers, spawn and wait up to timeout_ms. */
+int tier_agent_ensure (const struct tier_conf *conf, const char *conf_path,
+                       const char *node, int timeout_ms, tier_error_t *error);
+
+#endif /* !TIER_SPANK_SPAWN_H */

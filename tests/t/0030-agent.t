@@ -1,0 +1,222 @@
+#!/bin/bash
+test_description='the node agent: lifecycle, registry, task environment, hostile clients'
+. "$(dirname "$0")/../lib/tap.sh"
+. "$TIER_SRCDIR/tests/lib/cluster.sh"
+
+test_have_prereq ROOT,SLURM || skip_all "needs root and Slurm"
+RAW="python3 $TIER_SRCDIR/tests/lib/rawclient.py"
+
+test_expect_success 'start the cluster' 'cluster_start'
+[ -n "${CLUSTER:-}" ] && [ -f "$SLURM_CONF" ] || bail_out "no cluster"
+TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
+sock () { echo "$CLUSTER/run/tier/$1/tierd.sock"; }
+agent_pid () { cat "$CLUSTER/state/$1/tierd.pid" 2>/dev/null; }
+agent_alive () { p=$(agent_pid "$1") && [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+no_drain () { ! sinfo -h -R | grep .; }
+# jobs_has USER NODE JOBID STATE: the node's agent lists the job so
+jobs_has () {
+    as_user "$1" $TIERCTL -N "$2" jobs | grep -q "^$3 .* $4 "
+}
+
+# tasks print their view: rank node job batch socket
+view='echo "V ${SLURM_PROCID:-0} $SLURMD_NODENAME $SLURM_JOB_ID ${SLURM_ARRAY_JOB_ID:-none} ${SLURM_ARRAY_TASK_ID:-none} TIER ${TIER_JOB_ID:-unset} ${TIER_BATCH_ID:-unset} ${TIER_SOCKET:-unset}"'
+
+test_expect_success 'no agent runs before a tier job' '
+    ! agent_alive n1 && ! agent_alive n2 && ! agent_alive n3
+'
+test_expect_success 'a 4-task array as alice: every task sees its tier environment' '
+    id=$(sbatch_wait alice --array=1-4 --tier-cache=auto -o "env-%a.out" \
+         --wrap "$view; sleep 1") &&
+    test "$(job_state $id)" = COMPLETED &&
+    for i in 1 2 3 4; do
+        f="$GFS/home/alice/env-$i.out"; cat "$f"
+        read -r _ _ node jid ajid atid _ tjob tbatch tsock <"$f" &&
+        test "$ajid" = "$id" && test "$atid" = "$i" &&
+        test "$tjob" = "$jid" && test "$tbatch" = "$id" &&
+        test "$tsock" = "$(sock $node)" || exit 1
+    done
+'
+ARRAY=$id
+test_expect_success 'the agents that jobs started are still running (linuxproc)' '
+    agent_alive n1 && ps -o pid,ppid,sid,cmd -p $(agent_pid n1) &&
+    test "$(ps -o ppid= -p $(agent_pid n1) | tr -d " ")" = 1
+'
+test_expect_success 'the agent runs in the host mount namespace, with a clean environment' '
+    p=$(agent_pid n1) &&
+    test "$(readlink /proc/$p/ns/mnt)" = "$(readlink /proc/$$/ns/mnt)" &&
+    tr "\0" "\n" </proc/$p/environ >"$TRASH/env" && cat "$TRASH/env" &&
+    ! grep -q "^SLURM" "$TRASH/env" && ! grep -q "^TIER" "$TRASH/env" &&
+    test "$(ls /proc/$p/fd | wc -l)" -lt 16
+'
+test_expect_success 'an srun -N3 -n6 step: each task has its own node socket' '
+    (cd "$GFS/home/alice" && run_timeout 60 runuser -u alice -- \
+        env SLURM_CONF="$SLURM_CONF" srun -N3 -n6 --tier-cache=auto \
+        sh -c "$view") >"$TRASH/srun.out" && cat "$TRASH/srun.out" &&
+    test "$(grep -c "^V " "$TRASH/srun.out")" = 6 &&
+    while read -r _ rank node jid _ _ _ tjob tbatch tsock; do
+        test "$tjob" = "$jid" && test "$tbatch" = "$jid" &&
+        test "$tsock" = "$(sock $node)" || exit 1
+    done <"$TRASH/srun.out" &&
+    test "$(awk "{print \$3}" "$TRASH/srun.out" | sort -u | wc -l)" = 3
+'
+test_expect_success 'an inner srun gets its own node values, not the batch host''s' '
+    id=$(sbatch_wait alice -N2 --tier-cache=auto -o inner.out \
+         --wrap "srun -N2 sh -c '\''$view'\''") &&
+    cat "$GFS/home/alice/inner.out" &&
+    grep -q " n1 .*/n1/tierd.sock$" "$GFS/home/alice/inner.out" &&
+    grep -q " n2 .*/n2/tierd.sock$" "$GFS/home/alice/inner.out"
+'
+test_expect_success 'tierctl jobs lists a running job, then completed' '
+    cd "$GFS/home/alice" &&
+    id=$(as_user alice sbatch --parsable -w n2 --tier-cache=auto \
+         -o /dev/null --wrap "sleep 4") &&
+    wait_for 20 jobs_has alice n2 $id running &&
+    as_user alice $TIERCTL -N n2 jobs &&
+    wait_for 30 job_done $id &&
+    wait_for 10 jobs_has alice n2 $id ended &&
+    as_user alice $TIERCTL -N n2 jobs --json >"$TRASH/jobs.json" &&
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); j=[x for x in d[\"jobs\"] if x[\"job_id\"]==$id][0]; assert j[\"user\"]==\"alice\" and j[\"state\"]==\"ended\" and j[\"options\"][\"cache\"]==\"auto\", j" "$TRASH/jobs.json"
+'
+test_expect_success 'array tasks are registered with the array job id as batch' '
+    $TIERCTL -N n1 jobs --json | python3 -c "
+import json,sys
+d=json.load(sys.stdin)
+b=[j for j in d[\"jobs\"] if j[\"batch_id\"]==$ARRAY]
+assert b and all(j[\"array_task_id\"] is not None for j in b), d
+print(len(b), \"tasks of batch $ARRAY on n1\")"
+'
+test_expect_success 'bob sees none of alice'"'"'s jobs, and is refused her job and batch' '
+    as_user bob $TIERCTL -N n1 jobs --json >"$TRASH/bob.json" &&
+    ! grep -q "\"user\": \"alice\"" "$TRASH/bob.json" &&
+    aj=$($TIERCTL -N n1 jobs --json | python3 -c "import json,sys; print([j[\"job_id\"] for j in json.load(sys.stdin)[\"jobs\"] if j[\"user\"]==\"alice\"][0])") &&
+    ! as_user bob $TIERCTL -N n1 counters --job $aj 2>"$TRASH/err1" &&
+    grep "belongs to another user" "$TRASH/err1" &&
+    ! as_user bob $TIERCTL -N n1 counters --batch $ARRAY 2>"$TRASH/err2" &&
+    grep "belongs to another user" "$TRASH/err2" &&
+    as_user alice $TIERCTL -N n1 counters --batch $ARRAY
+'
+test_expect_success 'bob cannot register, end or claim alice'"'"'s job' '
+    s=$(sock n1) &&
+    aj=$($TIERCTL -N n1 jobs --json | python3 -c "import json,sys; print([j[\"job_id\"] for j in json.load(sys.stdin)[\"jobs\"] if j[\"user\"]==\"alice\"][0])") &&
+    as_user bob $RAW "$s" request "{\"op\":\"job.end\",\"job_id\":$aj}" | tee "$TRASH/r1" &&
+    grep -q "root and SlurmUser only" "$TRASH/r1" &&
+    as_user bob $RAW "$s" request "{\"op\":\"job.register\",\"job_id\":$aj,\"uid\":0,\"gid\":0,\"user\":\"bob\"}" | tee "$TRASH/r2" &&
+    grep -q "root and SlurmUser only" "$TRASH/r2" &&
+    as_user bob $RAW "$s" request "{\"op\":\"job.show\",\"job_id\":$aj}" | tee "$TRASH/r3" &&
+    grep -q "belongs to another user" "$TRASH/r3"
+'
+test_expect_success 'a claimed job id is ignored: the agent derives the job from the process' '
+    cd "$GFS/home/bob" &&
+    as_user bob srun -w n1 --tier-cache=auto python3 $TIER_SRCDIR/tests/lib/rawclient.py \
+        "$(sock n1)" request "{\"op\":\"counter.add\",\"job_id\":$ARRAY,\"role\":\"batch\",\"counter\":\"hits\",\"value\":5}" \
+        >"$TRASH/r4" && cat "$TRASH/r4" &&
+    bj=$(sed -n "s/.*\"job_id\":\([0-9]*\).*/\1/p" "$TRASH/r4") &&
+    test -n "$bj" && test "$bj" != "$ARRAY" &&
+    sleep 3 &&
+    as_user bob $TIERCTL -N n1 counters --job $bj --json | grep -A3 "\"batch\"" &&
+    $TIERCTL -N n1 counters --batch $ARRAY --json >"$TRASH/c.json" &&
+    python3 -c "import json,sys; c=json.load(open(sys.argv[1]))[\"counters\"]; assert c[\"batch\"][\"hits\"]==0, c" "$TRASH/c.json"
+'
+test_expect_success 'a process outside any job is refused counter.add' '
+    as_user bob $RAW "$(sock n1)" request "{\"op\":\"counter.add\",\"role\":\"batch\",\"counter\":\"hits\",\"value\":1}" | tee "$TRASH/r5" &&
+    grep -q "not inside a Slurm job step" "$TRASH/r5"
+'
+test_expect_success 'garbage bytes get an error reply or a close' '
+    $RAW "$(sock n1)" garbage | tee "$TRASH/g" &&
+    grep -E -q "errno|closed" "$TRASH/g" && $TIERCTL -N n1 ping
+'
+test_expect_success 'a 100 MB message is refused from its header' '
+    $RAW "$(sock n1)" oversize 104857600 | tee "$TRASH/o" &&
+    grep -q "errno" "$TRASH/o" && $TIERCTL -N n1 ping
+'
+test_expect_success 'another protocol version gets a clear error' '
+    $RAW "$(sock n1)" version 9 "{\"op\":\"ping\"}" | tee "$TRASH/v" &&
+    grep -q "protocol version 9 is not supported" "$TRASH/v"
+'
+test_expect_success 'unknown and malformed requests get errors' '
+    $RAW "$(sock n1)" request "{\"op\":\"frobnicate\"}" | grep -q "unknown request" &&
+    $RAW "$(sock n1)" request "[1,2]" | grep -q "not a JSON object" &&
+    $RAW "$(sock n1)" request "{\"op\":\"job.show\",\"job_id\":\"x\"}" | grep -q "must be an integer"
+'
+test_expect_success 'half a message then silence times out; others are served meanwhile' '
+    ($RAW "$(sock n1)" half >"$TRASH/half" 2>&1 &) &&
+    sleep 0.5 &&
+    for i in 1 2 3 4 5; do
+        run_timeout 2 $TIERCTL -N n1 ping >/dev/null || exit 1
+    done &&
+    wait_for 15 grep -q . "$TRASH/half" && cat "$TRASH/half" &&
+    grep -E -q "did not arrive whole|closed" "$TRASH/half"
+'
+test_expect_success 'kill -9 of the agent: the next job brings it back, the registry survives' '
+    before=$($TIERCTL -N n1 jobs --json | python3 -c "import json,sys; print(\" \".join(str(j[\"job_id\"]) for j in json.load(sys.stdin)[\"jobs\"]))") &&
+    test -n "$before" &&
+    old=$(agent_pid n1) && kill -9 $old &&
+    wait_for 10 sh -c "! kill -0 $old 2>/dev/null" &&
+    id=$(sbatch_wait alice -w n1 --tier-cache=auto -o after.out --wrap "$view") &&
+    cat "$GFS/home/alice/after.out" &&
+    grep -q "TIER $id $id " "$GFS/home/alice/after.out" &&
+    agent_alive n1 && test "$(agent_pid n1)" != "$old" &&
+    for j in $before; do
+        $TIERCTL -N n1 jobs | grep -q "^$j " || exit 1
+    done
+'
+test_expect_success 'a job whose epilog ran while the agent was dead is reconciled' '
+    cd "$GFS/home/alice" &&
+    id=$(as_user alice sbatch --parsable -w n3 --tier-cache=auto -o /dev/null --wrap "sleep 3") &&
+    wait_for 20 jobs_has root n3 $id running &&
+    mv "$CLUSTER/lib/tierd" "$CLUSTER/lib/tierd.away" &&
+    kill -9 $(agent_pid n3) &&
+    wait_for 30 job_done $id &&
+    mv "$CLUSTER/lib/tierd.away" "$CLUSTER/lib/tierd" &&
+    id2=$(sbatch_wait alice -w n3 --tier-cache=auto -o /dev/null --wrap true) &&
+    wait_for 20 jobs_has root n3 $id reconciled &&
+    $TIERCTL -N n3 jobs
+'
+test_expect_success 'with the agent binary missing, auto runs untiered with one warning' '
+    mv "$CLUSTER/lib/tierd" "$CLUSTER/lib/tierd.away" &&
+    kill -9 $(agent_pid n2) 2>/dev/null;
+    wait_for 10 sh -c "! kill -0 $(agent_pid n2) 2>/dev/null" &&
+    id=$(sbatch_wait alice -w n2 --tier-cache=auto -o untiered.out -e untiered.err \
+         --wrap "$view") &&
+    test "$(job_state $id)" = COMPLETED &&
+    cat "$GFS/home/alice/untiered.out" "$GFS/home/alice/untiered.err" &&
+    grep -q "TIER unset unset unset" "$GFS/home/alice/untiered.out" &&
+    test "$(grep -c "tier: warning: running untiered on node n2" "$GFS/home/alice/untiered.err")" = 1 &&
+    no_drain
+'
+test_expect_success 'with the agent unavailable, required fails the job cleanly with the reason' '
+    id=$(sbatch_wait alice -w n2 --tier-cache=required -o req.out -e req.err \
+         --wrap "echo ran") &&
+    test "$(job_state $id)" = FAILED &&
+    cat "$GFS/home/alice/req.err" &&
+    grep -q "tier: --tier-cache=required, but tier is not available on node n2" \
+        "$GFS/home/alice/req.err" &&
+    ! grep -q ran "$GFS/home/alice/req.out" &&
+    no_drain
+'
+mv "$CLUSTER/lib/tierd.away" "$CLUSTER/lib/tierd" 2>/dev/null
+test_expect_success 'tierctl disable: jobs run untiered with a warning, the node stays up' '
+    $TIERCTL -N n2 ping >/dev/null 2>&1 || sbatch_wait alice -w n2 --tier-cache=auto -o /dev/null --wrap true >/dev/null;
+    $TIERCTL -N n2 disable &&
+    ! as_user alice $TIERCTL -N n2 enable 2>"$TRASH/en" && cat "$TRASH/en" &&
+    id=$(sbatch_wait alice -w n2 --tier-cache=auto -o dis.out -e dis.err --wrap "$view") &&
+    test "$(job_state $id)" = COMPLETED &&
+    grep -q "disabled on node n2" "$GFS/home/alice/dis.err" &&
+    $TIERCTL -N n2 enable && no_drain
+'
+test_expect_success 'a bad option injected through the environment fails the job on the node' '
+    cd "$GFS/home/alice" &&
+    id=$(as_user alice env _SLURM_SPANK_OPTION_tier_tier_scratch=relative \
+         sbatch --parsable -w n1 --tier-cache=auto -o inj.out -e inj.err --wrap "echo ran") &&
+    wait_for 60 job_done $id && cat inj.err; test "$(job_state $id)" = FAILED &&
+    grep -q "tier: --tier-scratch: .relative. is not an absolute path" inj.err &&
+    no_drain
+'
+test_expect_success 'SIGTERM stops the agent cleanly and removes its socket' '
+    p=$(agent_pid n1) && kill -TERM $p &&
+    wait_for 10 sh -c "! kill -0 $p 2>/dev/null" &&
+    ! test -e "$(sock n1)" &&
+    grep -q "tierd stopped" "$CLUSTER/log/tierd-n1.log"
+'
+test_expect_success 'no node was drained by any of this' 'no_drain'
+test_done
