@@ -38,13 +38,19 @@ const struct ctl_cmd ctl_cmds[] = {
       "make jobs on the node run untiered, without draining it (root)",
       NULL, cmd_disable },
     { "predict",
-      "[--block B] [--nodes N,N...] [--periods T,T...] [--measured FILE] "
-      "[--svg FILE] [--json] TIMES.csv",
+      "[--block B] [--nodes N,N...] [--periods T,T...] [--level L] "
+      "[--measured FILE] [--svg FILE] [--json] TIMES.csv",
       "predict the slowest node's time with an extreme-value (GEV) model",
-      "TIMES.csv has the header run,node,seconds (the benchmarks write it).\n"
-      "Block maxima (one run = one block unless --block B), a GEV fit by\n"
-      "maximum likelihood with intervals, return levels, and the predicted\n"
-      "slowest-node time for each N of --nodes.",
+      "TIMES.csv has the header run,node,seconds (the benchmarks write it;\n"
+      "'-' reads stdin).  Block maxima (one run = one block, or B nodes in\n"
+      "file order with --block B), a GEV fit by maximum likelihood with\n"
+      "profile-likelihood intervals at level L (default 0.95), return\n"
+      "levels for the periods T in blocks (default 10,100,1000), and the\n"
+      "slowest node of N nodes (default 2, 4, 8, 16 blocks' worth): the\n"
+      "maximum of N/B blocks, cdf F(z)^(N/B), shown by its median and\n"
+      "mean.  --measured FILE (same format) adds each node count's\n"
+      "measured slowest-node median and the prediction error; --svg FILE\n"
+      "writes a return-level plot.  See doc/evt.md.",
       cmd_predict },
     { NULL, NULL, NULL, NULL, NULL },
 };

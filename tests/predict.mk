@@ -1,1 +1,2 @@
 ## tests/predict.mk - shell tests of tierctl predict (TESTS += t/...)
+TESTS += t/0110-predict.t
