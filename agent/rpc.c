@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "lib/log.h"
+#include "lib/state.h"
 #include "agent.h"
 #include "peer.h"
 
@@ -159,6 +160,31 @@ static json_t *op_ping (struct agent *a, struct conn *c, json_t *req,
                       "enabled", !a->disabled && a->conf->enabled);
 }
 
+/* The user's directory in the shared state directory (policies, stats):
+ * made by root for the user, refused if someone else made it.  A failure
+ * is logged; the job goes on (tiers that need it say so).
+ */
+static void ensure_user_state (struct agent *a, const struct store_job *job)
+{
+    tier_error_t error;
+    int rootfd, fd;
+
+    if (!a->conf->shared_state_dir[0])
+        return;
+    if ((rootfd = tier_state_open_root (a->conf->shared_state_dir,
+                                        &error)) < 0) {
+        tier_log (LOG_ERR, "SharedStateDir: %s", error.text);
+        return;
+    }
+    if ((fd = tier_state_user_dir (rootfd, job->user, job->uid, job->gid,
+                                   &error)) < 0)
+        tier_log (LOG_ERR, "SharedStateDir %s/%s", a->conf->shared_state_dir,
+                  error.text);
+    else
+        close (fd);
+    close (rootfd);
+}
+
 static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
                                 tier_error_t *error)
 {
@@ -222,9 +248,11 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
     }
     if (store_job_put (a->store, &job, error) < 0)
         return NULL;
-    if (job.steps == 1)
+    if (job.steps == 1) {
         tier_log (LOG_INFO, "job %u (batch %u, user %s) registered",
                   job.job_id, job.batch_id, job.user);
+        ensure_user_state (a, &job);
+    }
     return json_pack ("{s:I s:I s:s s:b}",
                       "job_id", (json_int_t) job.job_id,
                       "batch_id", (json_int_t) job.batch_id,

@@ -212,6 +212,22 @@ test_expect_success 'a bad option injected through the environment fails the job
     grep -q "tier: --tier-scratch: .relative. is not an absolute path" inj.err &&
     no_drain
 '
+test_expect_success 'the shared state directory has alice'"'"'s own 0700 directory' '
+    stat -c "%U %a" "$GFS/.tier/users/alice" | tee "$TRASH/st" &&
+    test "$(cat "$TRASH/st")" = "alice 700" &&
+    test "$(stat -c "%U %a" "$GFS/.tier/users")" = "root 755" &&
+    ! as_user bob ls "$GFS/.tier/users/alice"
+'
+test_expect_success 'SIGHUP rereads tier.conf; a bad file is refused and the old kept' '
+    p=$(agent_pid n1) &&
+    sed -i "s/^LogLevel = debug/LogLevel = info/" "$CLUSTER/etc/tier.conf" &&
+    kill -HUP $p && wait_for 10 grep -q "reloaded" "$CLUSTER/log/tierd-n1.log" &&
+    echo "Bogus = 1" >>"$CLUSTER/etc/tier.conf" && kill -HUP $p &&
+    wait_for 10 grep -q "unknown key .Bogus.; keeping the old configuration" \
+        "$CLUSTER/log/tierd-n1.log" &&
+    sed -i "/^Bogus/d" "$CLUSTER/etc/tier.conf" && $TIERCTL -N n1 ping &&
+    test "$(agent_pid n1)" = "$p"
+'
 test_expect_success 'SIGTERM stops the agent cleanly and removes its socket' '
     p=$(agent_pid n1) && kill -TERM $p &&
     wait_for 10 sh -c "! kill -0 $p 2>/dev/null" &&

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* state.c - the shared state directory and its trust rules */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "state.h"
+
+int tier_state_name_valid (const char *name)
+{
+    size_t n = name ? strlen (name) : 0;
+
+    if (n == 0 || n > 64 || name[0] == '.' || name[0] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum ((unsigned char) name[i]) && !strchr ("._-$", name[i]))
+            return 0;
+    return 1;
+}
+
+/* Open dir (a single component) beneath dirfd as a root-owned directory
+ * not writable by group or others, creating it with mode if missing.
+ */
+static int root_subdir (int dirfd, const char *name, const char *shown,
+                        mode_t mode, tier_error_t *error)
+{
+    struct stat st;
+    int fd;
+
+    if (mkdirat (dirfd, name, mode) < 0 && errno != EEXIST)
+        return tier_errprintf (error, "%s: %s", shown, strerror (errno));
+    if ((fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                      | O_CLOEXEC)) < 0)
+        return tier_errprintf (error, "%s: %s", shown,
+                               errno == ELOOP || errno == ENOTDIR
+                               ? "not a directory (a symlink?)"
+                               : strerror (errno));
+    if (fstat (fd, &st) < 0 || st.st_uid != 0
+        || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        close (fd);
+        errno = EPERM;
+        return tier_errprintf (error, "%s: must be owned by root and not "
+                               "writable by others", shown);
+    }
+    return fd;
+}
+
+int tier_state_open_root (const char *root, tier_error_t *error)
+{
+    char shown[4200];
+    int fd, sub;
+
+    if (!root || root[0] != '/') {
+        errno = EINVAL;
+        return tier_errprintf (error, "SharedStateDir is not set");
+    }
+    if ((fd = root_subdir (AT_FDCWD, root, root, 0755, error)) < 0)
+        return -1;
+    (void) snprintf (shown, sizeof (shown), "%s/users", root);
+    if ((sub = root_subdir (fd, "users", shown, 0755, error)) < 0)
+        goto error;
+    close (sub);
+    (void) snprintf (shown, sizeof (shown), "%s/stats", root);
+    if ((sub = root_subdir (fd, "stats", shown, 0755, error)) < 0)
+        goto error;
+    close (sub);
+    return fd;
+error:
+    {
+        int saved = errno;
+        close (fd);
+        errno = saved;
+    }
+    return -1;
+}
+
+int tier_state_user_dir (int rootfd, const char *user, uid_t uid, gid_t gid,
+                         tier_error_t *error)
+{
+    struct stat st;
+    int users, fd;
+    int made = 0;
+
+    if (!tier_state_name_valid (user)) {
+        errno = EINVAL;
+        return tier_errprintf (error, "'%.64s' is not a usable user name",
+                               user ? user : "");
+    }
+    if ((users = openat (rootfd, "users", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                         | O_CLOEXEC)) < 0)
+        return tier_errprintf (error, "users: %s", strerror (errno));
+    if (mkdirat (users, user, 0700) == 0)
+        made = 1;
+    else if (errno != EEXIST) {
+        tier_errprintf (error, "users/%s: %s", user, strerror (errno));
+        close (users);
+        return -1;
+    }
+    fd = openat (users, user, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                 | O_CLOEXEC);
+    close (users);
+    if (fd < 0)
+        return tier_errprintf (error, "users/%s: %s", user,
+                               errno == ELOOP || errno == ENOTDIR
+                               ? "not a directory (a symlink?): refused"
+                               : strerror (errno));
+    if (made && (fchown (fd, uid, gid) < 0 || fchmod (fd, 0700) < 0)) {
+        /* e.g. a root-squashed GFS: the admin must make it */
+        tier_errprintf (error, "users/%s: cannot give it to uid %u: %s "
+                        "(create it owned by the user, mode 0700)", user,
+                        (unsigned) uid, strerror (errno));
+        close (fd);
+        return -1;
+    }
+    if (fstat (fd, &st) < 0 || st.st_uid != uid || (st.st_mode & 077)) {
+        close (fd);
+        errno = EPERM;
+        return tier_errprintf (error, "users/%s: must be owned by uid %u "
+                               "with mode 0700; refused (made by someone "
+                               "else?)", user, (unsigned) uid);
+    }
+    return fd;
+}

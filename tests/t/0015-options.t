@@ -1,0 +1,67 @@
+#!/bin/bash
+test_description='the --tier options are validated at submit; plugstack arguments at load'
+. "$(dirname "$0")/../lib/tap.sh"
+. "$TIER_SRCDIR/tests/lib/cluster.sh"
+
+test_have_prereq ROOT,SLURM || skip_all "needs root and Slurm"
+test_expect_success 'start the cluster' 'cluster_start'
+[ -n "${CLUSTER:-}" ] || bail_out "no cluster"
+nothing_queued () { test -z "$(squeue -h)"; }
+
+# refused CMD-ARGS... EXPECTED: the submission fails with one tier line
+refused () {
+    _exp=$1
+    shift
+    (cd "$GFS/home/alice" && ! as_user alice "$@" >"$TRASH/out" 2>"$TRASH/err")
+    _rc=$?
+    cat "$TRASH/err"
+    test $_rc = 0 && grep -q "^[a-z]*: error: tier: $_exp" "$TRASH/err" &&
+        test "$(grep -c ': error: tier: ' "$TRASH/err")" = 1 && nothing_queued
+}
+
+test_expect_success 'sbatch --tier-cache=bogus is refused, nothing queued' '
+    refused "--tier-cache: .bogus. is not one of auto, required, off" \
+        sbatch --tier-cache=bogus --wrap true
+'
+test_expect_success 'sbatch --tier-scratch=relative/path is refused' '
+    refused "--tier-scratch: .relative/path. is not an absolute path" \
+        sbatch --tier-scratch=relative/path --wrap true
+'
+test_expect_success 'sbatch --tier-stage-in with %a and no --array is refused' '
+    refused "--tier-stage-in: %a is used but the job is not an array job" \
+        sbatch --tier-stage-in=$GFS/q%a --wrap true
+'
+test_expect_success '#SBATCH lines are checked too' '
+    printf "#!/bin/bash\n#SBATCH --tier-keep=sometimes\ntrue\n" >"$GFS/home/alice/k.sh" &&
+    refused "--tier-keep: .sometimes. is not one of never, on-failure, always" \
+        sbatch "$GFS/home/alice/k.sh"
+'
+test_expect_success '%a with --array in an #SBATCH line is accepted' '
+    printf "#!/bin/bash\n#SBATCH --array=1-2\n#SBATCH --tier-stage-in=$GFS/q%%a\ntrue\n" >"$GFS/home/alice/a.sh" &&
+    (cd "$GFS/home/alice" && as_user alice sbatch --hold "$GFS/home/alice/a.sh") &&
+    scancel --user=alice && wait_for 20 nothing_queued
+'
+test_expect_success '%a with SBATCH_ARRAY_INX is accepted' '
+    (cd "$GFS/home/alice" && as_user alice env SBATCH_ARRAY_INX=1-2 sbatch --hold \
+        --tier-stage-in=$GFS/q%a --wrap true) &&
+    scancel --user=alice && wait_for 20 nothing_queued
+'
+test_expect_success 'srun and salloc refuse bad values too' '
+    refused "--tier-batch: .$GFS/../etc. has a .\.\.. component" \
+        srun --tier-batch=$GFS/../etc true &&
+    refused "--tier-cache: .x. is not one of" salloc --tier-cache=x true
+'
+test_expect_success '--tier-cache=off with another --tier option is a contradiction' '
+    refused "--tier-cache=off contradicts" \
+        sbatch --tier-cache=off --tier-batch=$GFS/db --wrap true
+'
+test_expect_success 'an unknown plugstack argument stops sbatch with a clear error' '
+    cp "$CLUSTER/etc/plugstack.conf" "$TRASH/plugstack.saved" &&
+    sed -i "s/\$/ bogus=1/" "$CLUSTER/etc/plugstack.conf" &&
+    (cd "$GFS/home/alice" && ! as_user alice sbatch --wrap true 2>"$TRASH/perr");
+    cp "$TRASH/plugstack.saved" "$CLUSTER/etc/plugstack.conf"; cat "$TRASH/perr" &&
+    grep -q "tier: unknown plugstack argument .bogus. (known: conf, default, preload)" "$TRASH/perr" &&
+    nothing_queued
+'
+test_expect_success 'no node is drained' '! sinfo -h -R | grep .'
+test_done
