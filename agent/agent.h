@@ -19,6 +19,7 @@
 #define AGENT_MSG_TIMEOUT_MS 5000      /* a message must arrive whole */
 #define AGENT_IDLE_TIMEOUT_MS 120000   /* an idle connection is closed */
 #define AGENT_FLUSH_MS 2000            /* counters reach LMDB this often */
+#define AGENT_RECLAIM_MS 5000          /* retry deferred job teardowns */
 
 struct conn {
     int fd;
@@ -50,6 +51,7 @@ struct agent {
     struct store_delta *pending;   /* counters not yet in LMDB */
     int npending, cpending;
     int64_t last_flush_ms;
+    int64_t last_reclaim_ms;
     struct recon *recon;        /* reconciliation in flight */
 };
 
@@ -79,5 +81,6 @@ json_t *ctr_to_json (const struct tier_counters *c);
 bool agent_privileged (struct agent *a, uid_t uid);
 int jobs_reconcile_start (struct agent *a);   /* an eventfd, or -1 */
 int jobs_reconcile_finish (struct agent *a);  /* jobs reconciled */
+int jobs_reclaim (struct agent *a);     /* namespaces of ended jobs */
 
 #endif /* !TIER_AGENT_H */

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/jobns.h"
 #include "lib/log.h"
 #include "agent.h"
 
@@ -175,4 +176,36 @@ int jobs_reconcile_finish (struct agent *a)
     recon_free (rc);
     a->recon = NULL;
     return n;
+}
+
+/* Namespaces and tier data of jobs that ended but could not be torn down
+ * by their epilog (something was still inside, or the epilog never ran):
+ * retried from the agent's timer, and after a restart.  Only jobs the
+ * registry knows as ended are touched.
+ */
+int jobs_reclaim (struct agent *a)
+{
+    static uint32_t ids[4096];
+    int n = tier_ns_list (a->conf->namespace_dir, ids, 4096), done = 0;
+
+    for (int i = 0; i < n; i++) {
+        struct store_job j;
+        tier_error_t error;
+        int rc;
+
+        if (store_job_latest (a->store, ids[i], &j, &error) < 0
+            || j.state == STORE_JOB_RUNNING)
+            continue;
+        rc = tier_job_reclaim (a->conf->namespace_dir, a->conf->nvdimm_dir,
+                               ids[i], &error);
+        if (rc == 0) {
+            tier_log (LOG_NOTICE, "job %u: namespace and tier data "
+                      "reclaimed", ids[i]);
+            done++;
+        }
+        else
+            tier_log (rc > 0 ? LOG_DEBUG : LOG_ERR, "job %u: %s", ids[i],
+                      error.text);
+    }
+    return done;
 }

@@ -372,6 +372,10 @@ static void do_timer (struct agent *a)
         else if (now - c->last_ms > AGENT_IDLE_TIMEOUT_MS)
             conn_close (a, c);
     }
+    if (now - a->last_reclaim_ms >= AGENT_RECLAIM_MS) {
+        (void) jobs_reclaim (a);
+        a->last_reclaim_ms = now;
+    }
     if (now - a->last_flush_ms >= AGENT_FLUSH_MS) {
         (void) ctr_flush (a);
         a->last_flush_ms = now;
@@ -399,8 +403,10 @@ int server_run (struct agent *a)
                 do_signal (a);
             else if (tag == EV_TIMER)
                 do_timer (a);
-            else if (tag == EV_RECON)
+            else if (tag == EV_RECON) {
                 (void) jobs_reconcile_finish (a);
+                (void) jobs_reclaim (a);
+            }
             else {
                 struct conn *c = evs[i].data.ptr;
                 bool alive = false;

@@ -358,18 +358,24 @@ static void counters_key (enum tier_scope scope, uint64_t id,
         k[1 + i] = (id >> (56 - 8 * i)) & 0xff;
 }
 
+/* LMDB values are not aligned: copy fields out with memcpy. */
 static void counters_decode (const MDB_val *val, struct tier_counters *c)
 {
-    const struct counters_rec *r = val->mv_data;
+    const unsigned char *p = val->mv_data;
+    struct counters_rec r;
 
     memset (c, 0, sizeof (*c));
-    if (val->mv_size < sizeof (*r) || r->magic != COUNTERS_MAGIC
-        || val->mv_size < sizeof (*r)
-                          + (size_t) r->nroles * r->nctrs * sizeof (uint64_t))
+    if (val->mv_size < sizeof (r))
+        return;
+    memcpy (&r, p, sizeof (r));
+    if (r.magic != COUNTERS_MAGIC
+        || val->mv_size < sizeof (r)
+                          + (size_t) r.nroles * r.nctrs * sizeof (uint64_t))
         return;                         /* unreadable: treat as zero */
-    for (int role = 0; role < r->nroles && role < TIER_ROLE_COUNT; role++)
-        for (int k = 0; k < r->nctrs && k < TIER_CTR_COUNT; k++)
-            c->v[role][k] = r->v[role * r->nctrs + k];
+    for (int role = 0; role < r.nroles && role < TIER_ROLE_COUNT; role++)
+        for (int k = 0; k < r.nctrs && k < TIER_CTR_COUNT; k++)
+            memcpy (&c->v[role][k], p + sizeof (r) + sizeof (uint64_t)
+                    * ((size_t) role * r.nctrs + k), sizeof (uint64_t));
 }
 
 int store_counters_add (struct store *st, const struct store_delta *d,

@@ -45,6 +45,7 @@ struct conf_key {
 static const struct conf_key keys[] = {
     { "SocketDir", CONF_PATH, OFF (socket_dir), 0 },
     { "StateDir", CONF_PATH, OFF (state_dir), 0 },
+    { "NamespaceDir", CONF_PATH, OFF (namespace_dir), 0 },
     { "SharedStateDir", CONF_PATH_EMPTY, OFF (shared_state_dir), 0 },
     { "LogFile", CONF_PATH_EMPTY, OFF (log_file), 0 },
     { "LogLevel", CONF_LOGLEVEL, OFF (log_level), 0 },
@@ -125,6 +126,7 @@ struct tier_conf *tier_conf_create (const char *node)
     conf->agent_timeout_ms = 10000;
     if (!(conf->socket_dir = strdup ("/run/tier"))
         || !(conf->state_dir = strdup ("/var/lib/tier"))
+        || !(conf->namespace_dir = strdup ("/run/tier/ns"))
         || !(conf->shared_state_dir = strdup (""))
         || !(conf->log_file = strdup (""))
         || !(conf->nvdimm_dir = strdup (""))

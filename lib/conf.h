@@ -23,6 +23,7 @@
 struct tier_conf {
     char *socket_dir;           /* SocketDir: holds tierd.sock */
     char *state_dir;            /* StateDir: node-local state (LMDB) */
+    char *namespace_dir;        /* NamespaceDir: job namespace holders */
     char *shared_state_dir;     /* SharedStateDir: per-user state, stats */
     char *log_file;             /* LogFile: "" = syslog */
     int log_level;              /* LogLevel */

@@ -162,6 +162,15 @@ int tier_remote_init_post_opt (spank_t sp)
         || register_job (sp, &error) < 0)
         goto fail;
     tier.agent_ok = 1;
+    if (tier_ns_wanted ()) {
+        if (tier_ns_setup (sp, &error) == 0)
+            tier.ns_ok = 1;
+        else {
+            (void) snprintf (tier.ns_error, sizeof (tier.ns_error), "%s",
+                             error.text);
+            slurm_error ("tier: job %u: %s", tier.job_id, error.text);
+        }
+    }
     return 0;
 fail:
     (void) snprintf (tier.agent_error, sizeof (tier.agent_error), "%s",
@@ -194,6 +203,10 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
         (void) spank_unsetenv (sp, "TIER_SOCKET");
         return 0;
     }
+    if (tier_ns_wanted () && !tier.ns_ok
+        && tier_effective_mode () != TIER_CACHE_REQUIRED)
+        slurm_spank_log ("tier: warning: %s; those directories are the "
+                         "plain GFS in this job", tier.ns_error);
     (void) snprintf (v, sizeof (v), "%u", tier.job_id);
     (void) spank_setenv (sp, "TIER_JOB_ID", v, 1);
     (void) snprintf (v, sizeof (v), "%u", tier.batch_id);
@@ -233,6 +246,18 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
                      "available on node %s: %s",
                      tier.conf ? tier.conf->node : "?", tier.agent_error);
         return -1;
+    }
+    if (tier_ns_wanted () && tier.agent_ok && !tier.ns_ok
+        && tier_effective_mode () == TIER_CACHE_REQUIRED) {
+        slurm_error ("tier: --tier-cache=required: %s", tier.ns_error);
+        return -1;
+    }
+    if (tier.ns_ok && tier_ns_join (&error) < 0) {
+        if (tier_effective_mode () == TIER_CACHE_REQUIRED) {
+            slurm_error ("tier: --tier-cache=required: %s", error.text);
+            return -1;
+        }
+        slurm_spank_log ("tier: warning: %s", error.text);
     }
     return 0;
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <slurm/spank.h>
 
+#include "lib/jobns.h"
 #include "args.h"
 #include "opts.h"
 #include "spawn.h"
@@ -231,6 +232,14 @@ int slurm_spank_job_prolog (spank_t sp, int ac, char **av)
         && tier_agent_ensure (conf, tier.args.conf, conf->node, 5000,
                               &error) < 0)
         slurm_error ("tier: prolog: %s", error.text);
+    if (conf->enabled && tier_ns_wanted ()) {
+        uint32_t job_id = 0;
+        uid_t uid = 0;
+        if (spank_get_item (sp, S_JOB_ID, &job_id) == ESPANK_SUCCESS
+            && spank_get_item (sp, S_JOB_UID, &uid) == ESPANK_SUCCESS
+            && tier_ns_prolog (conf, job_id, uid, &error) < 0)
+            slurm_error ("tier: prolog of job %u: %s", job_id, error.text);
+    }
     tier_conf_destroy (conf);
     return 0;
 }
@@ -256,6 +265,14 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
     if (!(conf = tier_load_conf (&error))) {
         slurm_error ("tier: epilog: %s", error.text);
         return 0;
+    }
+    /* the namespace and the job's tier data; if something is still
+     * inside, the agent retries once it is gone */
+    {
+        int rc = tier_job_reclaim (conf->namespace_dir, conf->nvdimm_dir,
+                                   job_id, &error);
+        if (rc != 0)
+            slurm_error ("tier: epilog of job %u: %s", job_id, error.text);
     }
     (void) snprintf (body, sizeof (body),
                      "{\"op\":\"job.end\",\"job_id\":%u}", job_id);

@@ -4,6 +4,9 @@
 #ifndef TIER_SPANK_TIER_H
 #define TIER_SPANK_TIER_H
 
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 #include <slurm/spank.h>
 
 #include "lib/conf.h"
@@ -25,6 +28,8 @@ struct tier_plugin {
     uint32_t job_id;
     uint32_t batch_id;          /* array job id, or the job id */
     int is_array;
+    int ns_ok;                  /* the job's namespace is ready to join */
+    char ns_error[600];         /* why not */
 };
 
 extern struct tier_plugin tier;
@@ -37,5 +42,12 @@ enum tier_cache_mode tier_effective_mode (void);
 /* remote.c: slurmstepd */
 int tier_remote_init_post_opt (spank_t sp);
 struct tier_conf *tier_load_conf (tier_error_t *error);
+
+/* ns.c: the job's mount namespace */
+bool tier_ns_wanted (void);
+int tier_ns_prolog (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
+                    tier_error_t *error);
+int tier_ns_setup (spank_t sp, tier_error_t *error);
+int tier_ns_join (tier_error_t *error);
 
 #endif /* !TIER_SPANK_TIER_H */

@@ -55,8 +55,12 @@ test_have_prereq () {
 # tests/run, after the integration tests ran in the main build) drops the
 # ones that start clusters and file systems.
 [ "$(id -u)" = 0 ] && test_set_prereq ROOT
-[ "${TIER_SKIP_INTEGRATION:-0}" = 1 ] || command -v slurmctld >/dev/null 2>&1 && command -v slurmd >/dev/null 2>&1 \
-    && command -v munged >/dev/null 2>&1 && test_set_prereq SLURM
+if [ "${TIER_SKIP_INTEGRATION:-0}" != 1 ] \
+   && command -v slurmctld >/dev/null 2>&1 \
+   && command -v slurmd >/dev/null 2>&1 \
+   && command -v munged >/dev/null 2>&1; then
+    test_set_prereq SLURM
+fi
 [ "${TIER_SKIP_INTEGRATION:-0}" != 1 ] && [ -c /dev/fuse ] && command -v fusermount3 >/dev/null 2>&1 \
     && test_set_prereq FUSE
 command -v valgrind >/dev/null 2>&1 && test_set_prereq VALGRIND
@@ -97,13 +101,18 @@ test_skip_ () {
     fi
 }
 
+test_running_=""
 test_run_ () {
     _out="$TRASH/.test-$((test_count + 1)).out"
-    # Run in the current shell; keep set -u off inside user commands.
+    # Run in the current shell (variables set by a test stay set), so an
+    # `exit` in a test ends the script: wrap such code in ( ... ).  If it
+    # happens anyway, the EXIT trap reports the test as failed.
+    test_running_=$2
     set +u
     { eval "$1"; } >"$_out" 2>&1 </dev/null
     _rc=$?
     set -u
+    test_running_=""
     return $_rc
 }
 
@@ -116,7 +125,7 @@ test_expect_success () {
         fi
         shift
     fi
-    if test_run_ "$2"; then
+    if test_run_ "$2" "$1"; then
         test_ok_ "$1"
         [ "${TIER_TEST_VERBOSE:-0}" = 1 ] && test_show_output_ "$_out"
     else
@@ -135,7 +144,7 @@ test_expect_code () {
         fi
         shift
     fi
-    test_run_ "$3"
+    test_run_ "$3" "$2"
     _rc=$?
     if [ "$_rc" = "$1" ]; then
         test_ok_ "$2"
@@ -196,7 +205,18 @@ test_done () {
     exit $?
 }
 
-trap 'test_cleanup_' EXIT
+exec 7>&1       # TAP's stdout, kept for the EXIT trap
+test_exit_trap_ () {
+    if [ -n "$test_running_" ]; then
+        {
+            test_not_ok_ "$test_running_ (the test called exit)"
+            test_show_output_ "$TRASH/.test-$test_count.out"
+            printf '1..%d\n' "$test_count"
+        } >&7 2>&1
+    fi
+    test_cleanup_ >&7 2>&1
+}
+trap 'test_exit_trap_' EXIT
 trap 'test_cleanup_; exit 130' INT TERM
 
 # run_timeout SECS CMD...: fail (124) if CMD takes longer than SECS.

@@ -1,0 +1,734 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* jobns.c - the job's mount namespace (see jobns.h) */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/mount.h>
+
+#include "jobns.h"
+
+#ifndef NSFS_MAGIC
+#define NSFS_MAGIC 0x6e736673
+#endif
+
+static int sys_fsopen (const char *name, unsigned flags)
+{
+    return (int) syscall (SYS_fsopen, name, flags);
+}
+
+static int sys_fsconfig (int fd, unsigned cmd, const char *key,
+                         const void *value, int aux)
+{
+    return (int) syscall (SYS_fsconfig, fd, cmd, key, value, aux);
+}
+
+static int sys_fsmount (int fd, unsigned flags, unsigned attrs)
+{
+    return (int) syscall (SYS_fsmount, fd, flags, attrs);
+}
+
+static int sys_move_mount (int from, const char *fpath, int to,
+                           const char *tpath, unsigned flags)
+{
+    return (int) syscall (SYS_move_mount, from, fpath, to, tpath, flags);
+}
+
+static int sys_open_tree (int dfd, const char *path, unsigned flags)
+{
+    return (int) syscall (SYS_open_tree, dfd, path, flags);
+}
+
+static int sys_mount_setattr (int dfd, const char *path, unsigned flags,
+                              struct mount_attr *attr, size_t size)
+{
+    return (int) syscall (SYS_mount_setattr, dfd, path, flags, attr, size);
+}
+
+static int64_t now_ms (void)
+{
+    struct timespec ts;
+
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Decode mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape (char *s)
+{
+    char *o = s;
+
+    for (char *p = s; *p; p++) {
+        if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0'
+            && p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
+            *o++ = (char) ((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+            p += 3;
+        }
+        else
+            *o++ = *p;
+    }
+    *o = '\0';
+}
+
+static bool is_mountpoint (const char *path)
+{
+    FILE *f = fopen ("/proc/self/mountinfo", "re");
+    char line[8192];
+    bool found = false;
+
+    if (!f)
+        return false;
+    while (!found && fgets (line, sizeof (line), f)) {
+        char mnt[PATH_MAX];
+        if (sscanf (line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+            continue;
+        unescape (mnt);
+        found = !strcmp (mnt, path);
+    }
+    fclose (f);
+    return found;
+}
+
+static int mkdir_parents (const char *path)
+{
+    char tmp[PATH_MAX];
+
+    if (snprintf (tmp, sizeof (tmp), "%s", path) >= (int) sizeof (tmp)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir (tmp, 0755) < 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    }
+    return 0;
+}
+
+/* A root-owned directory that is not a symlink and that nobody else may
+ * write (it may sit under a world-writable /dev/shm or /tmp).
+ */
+static int check_root_dir (const char *path, tier_error_t *error)
+{
+    struct stat st;
+
+    if (lstat (path, &st) < 0)
+        return tier_errprintf (error, "%s: %s", path, strerror (errno));
+    if (!S_ISDIR (st.st_mode) || st.st_uid != 0
+        || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        errno = EPERM;
+        return tier_errprintf (error, "%s: must be a root-owned directory "
+                               "that others cannot write (a symlink or "
+                               "someone else's directory is refused)", path);
+    }
+    return 0;
+}
+
+int tier_ns_base_prepare (const char *base, tier_error_t *error)
+{
+    int fd, rc = -1;
+
+    if (mkdir_parents (base) < 0
+        || (mkdir (base, 0700) < 0 && errno != EEXIST))
+        return tier_errprintf (error, "%s: %s", base, strerror (errno));
+    if (check_root_dir (base, error) < 0)
+        return -1;
+    if ((fd = open (base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+        < 0)
+        return tier_errprintf (error, "%s: %s", base, strerror (errno));
+    if (flock (fd, LOCK_EX) < 0) {
+        tier_errprintf (error, "%s: lock: %s", base, strerror (errno));
+        goto out;
+    }
+    /* An nsfs file cannot be bound into a shared mount (EINVAL): the
+     * holders live in a private bind mount of their own. */
+    if (!is_mountpoint (base)) {
+        if (mount (base, base, NULL, MS_BIND, NULL) < 0) {
+            tier_errprintf (error, "bind %s: %s", base, strerror (errno));
+            goto out;
+        }
+    }
+    if (mount (NULL, base, NULL, MS_PRIVATE, NULL) < 0) {
+        tier_errprintf (error, "make %s private: %s", base, strerror (errno));
+        goto out;
+    }
+    rc = 0;
+out:
+    close (fd);
+    return rc;
+}
+
+int tier_ns_paths (const char *base, uint32_t job_id, char *dir,
+                   char *holder, size_t size)
+{
+    if (dir && snprintf (dir, size, "%s/%u", base, job_id) >= (int) size)
+        goto toolong;
+    if (holder && snprintf (holder, size, "%s/%u/mnt", base, job_id)
+                  >= (int) size)
+        goto toolong;
+    return 0;
+toolong:
+    errno = ENAMETOOLONG;
+    return -1;
+}
+
+static bool holder_live (const char *holder)
+{
+    struct statfs sf;
+
+    return statfs (holder, &sf) == 0 && (unsigned) sf.f_type == NSFS_MAGIC;
+}
+
+bool tier_ns_exists (const char *base, uint32_t job_id)
+{
+    char holder[PATH_MAX];
+
+    if (tier_ns_paths (base, job_id, NULL, holder, sizeof (holder)) < 0)
+        return false;
+    return holder_live (holder);
+}
+
+int tier_ns_lock (const char *base, uint32_t job_id, tier_error_t *error)
+{
+    char path[PATH_MAX];
+    int fd;
+
+    if (snprintf (path, sizeof (path), "%s/%u/lock", base, job_id)
+        >= (int) sizeof (path)) {
+        errno = ENAMETOOLONG;
+        return tier_errprintf (error, "path too long");
+    }
+    if ((fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600))
+        < 0)
+        return tier_errprintf (error, "%s: %s", path, strerror (errno));
+    if (flock (fd, LOCK_EX) < 0) {
+        tier_errprintf (error, "%s: %s", path, strerror (errno));
+        close (fd);
+        return -1;
+    }
+    return fd;
+}
+
+int tier_ns_mark (const char *base, uint32_t job_id, const char *name)
+{
+    char path[PATH_MAX];
+    int fd;
+
+    if (snprintf (path, sizeof (path), "%s/%u/%s", base, job_id, name)
+        >= (int) sizeof (path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    if ((fd = open (path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600))
+        < 0)
+        return -1;
+    close (fd);
+    return 0;
+}
+
+bool tier_ns_marked (const char *base, uint32_t job_id, const char *name)
+{
+    char path[PATH_MAX];
+    struct stat st;
+
+    if (snprintf (path, sizeof (path), "%s/%u/%s", base, job_id, name)
+        >= (int) sizeof (path))
+        return false;
+    return lstat (path, &st) == 0 && S_ISREG (st.st_mode);
+}
+
+static int holder_ino (const char *holder, struct stat *st)
+{
+    if (!holder_live (holder) || stat (holder, st) < 0)
+        return -1;
+    return 0;
+}
+
+int tier_ns_pids (const char *base, uint32_t job_id, pid_t *pids, int max)
+{
+    char holder[PATH_MAX];
+    struct stat hs;
+    struct dirent *de;
+    DIR *d;
+    int n = 0;
+
+    if (tier_ns_paths (base, job_id, NULL, holder, sizeof (holder)) < 0
+        || holder_ino (holder, &hs) < 0)
+        return -1;
+    if (!(d = opendir ("/proc")))
+        return -1;
+    while ((de = readdir (d)) && n < max) {
+        char path[64];
+        struct stat st;
+        char *end;
+        long pid = strtol (de->d_name, &end, 10);
+
+        if (*end || pid <= 0)
+            continue;
+        (void) snprintf (path, sizeof (path), "/proc/%ld/ns/mnt", pid);
+        if (stat (path, &st) == 0 && st.st_ino == hs.st_ino
+            && st.st_dev == hs.st_dev)
+            pids[n++] = (pid_t) pid;
+    }
+    closedir (d);
+    return n;
+}
+
+static int write_uid (const char *dir, uid_t uid)
+{
+    char path[PATH_MAX], buf[32];
+    int fd, n;
+
+    if (snprintf (path, sizeof (path), "%s/uid", dir) >= (int) sizeof (path))
+        return -1;
+    if ((fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC
+                    | O_NOFOLLOW, 0600)) < 0)
+        return -1;
+    n = snprintf (buf, sizeof (buf), "%u\n", (unsigned) uid);
+    if (write (fd, buf, n) != n) {
+        close (fd);
+        return -1;
+    }
+    close (fd);
+    return 0;
+}
+
+static int teardown_locked (const char *base, uint32_t job_id, int wait_ms,
+                            tier_error_t *error);
+
+int tier_ns_create (const char *base, uint32_t job_id, uid_t uid,
+                    bool fresh, tier_error_t *error)
+{
+    char dir[PATH_MAX], holder[PATH_MAX], src[64];
+    int lockfd, hfd, rc = -1;
+    int ready[2] = { -1, -1 }, done[2] = { -1, -1 };
+    pid_t pid;
+    int status, e;
+    char c;
+
+    if (tier_ns_paths (base, job_id, dir, holder, sizeof (dir)) < 0)
+        return tier_errprintf (error, "path too long");
+    if (mkdir (dir, 0700) < 0 && errno != EEXIST)
+        return tier_errprintf (error, "%s: %s", dir, strerror (errno));
+    if (check_root_dir (dir, error) < 0)
+        return -1;
+    if ((lockfd = tier_ns_lock (base, job_id, error)) < 0)
+        return -1;
+    if (holder_live (holder)) {
+        if (!fresh) {
+            rc = 0;
+            goto out;
+        }
+        /* an earlier run of this job id (requeued): start afresh */
+        if (teardown_locked (base, job_id, 2000, error) != 0)
+            goto out;
+        if (mkdir (dir, 0700) < 0 && errno != EEXIST) {
+            tier_errprintf (error, "%s: %s", dir, strerror (errno));
+            goto out;
+        }
+    }
+    if ((hfd = open (holder, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+                     0600)) < 0) {
+        tier_errprintf (error, "%s: %s", holder, strerror (errno));
+        goto out;
+    }
+    close (hfd);
+    if (pipe2 (ready, O_CLOEXEC) < 0 || pipe2 (done, O_CLOEXEC) < 0) {
+        tier_errprintf (error, "pipe: %s", strerror (errno));
+        goto out;
+    }
+    if ((pid = fork ()) < 0) {
+        tier_errprintf (error, "fork: %s", strerror (errno));
+        goto out;
+    }
+    if (pid == 0) {
+        /* single-threaded child: make the namespace, wait to be bound */
+        unsigned char st = 0;
+        if (unshare (CLONE_NEWNS) < 0)
+            st = (unsigned char) errno;
+        else if (mount (NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+            st = (unsigned char) errno;
+        (void) write (ready[1], &st, 1);
+        (void) read (done[0], &c, 1);
+        _exit (0);
+    }
+    close (ready[1]);
+    ready[1] = -1;
+    close (done[0]);
+    done[0] = -1;
+    {
+        unsigned char st = 0;
+        if (read (ready[0], &st, 1) != 1)
+            st = EIO;
+        if (st) {
+            errno = st;
+            tier_errprintf (error, "unshare: %s", strerror (st));
+        }
+        else {
+            (void) snprintf (src, sizeof (src), "/proc/%d/ns/mnt", (int) pid);
+            if (mount (src, holder, NULL, MS_BIND, NULL) < 0)
+                tier_errprintf (error, "bind %s on %s: %s", src, holder,
+                                strerror (errno));
+            else
+                rc = 0;
+        }
+    }
+    e = errno;
+    (void) write (done[1], "x", 1);
+    while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    errno = e;
+    if (rc == 0)
+        (void) write_uid (dir, uid);
+out:
+    e = errno;
+    for (int i = 0; i < 2; i++) {
+        if (ready[i] >= 0)
+            close (ready[i]);
+        if (done[i] >= 0)
+            close (done[i]);
+    }
+    close (lockfd);
+    errno = e;
+    return rc;
+}
+
+int tier_ns_enter (const char *base, uint32_t job_id, tier_error_t *error)
+{
+    char holder[PATH_MAX];
+    struct statfs sf;
+    int fd;
+
+    if (tier_ns_paths (base, job_id, NULL, holder, sizeof (holder)) < 0)
+        return tier_errprintf (error, "path too long");
+    if ((fd = open (holder, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+        return tier_errprintf (error, "%s: %s", holder, strerror (errno));
+    if (fstatfs (fd, &sf) < 0 || (unsigned) sf.f_type != NSFS_MAGIC) {
+        close (fd);
+        errno = ENOENT;
+        return tier_errprintf (error, "job %u has no namespace on this node",
+                               job_id);
+    }
+    if (setns (fd, CLONE_NEWNS) < 0) {
+        tier_errprintf (error, "setns: %s", strerror (errno));
+        close (fd);
+        return -1;
+    }
+    close (fd);
+    return 0;
+}
+
+int tier_ns_run (const char *base, uint32_t job_id, tier_ns_fn fn, void *arg,
+                 tier_error_t *error)
+{
+    int p[2];
+    pid_t pid;
+    int status;
+    ssize_t n;
+    size_t got = 0;
+    tier_error_t cerr = { { 0 } };
+
+    if (pipe2 (p, O_CLOEXEC) < 0)
+        return tier_errprintf (error, "pipe: %s", strerror (errno));
+    if ((pid = fork ()) < 0) {
+        close (p[0]);
+        close (p[1]);
+        return tier_errprintf (error, "fork: %s", strerror (errno));
+    }
+    if (pid == 0) {
+        tier_error_t e = { { 0 } };
+        int rc;
+        close (p[0]);
+        rc = tier_ns_enter (base, job_id, &e);
+        if (rc == 0)
+            rc = fn (arg, &e);
+        if (rc < 0 && e.text[0])
+            (void) write (p[1], e.text, strlen (e.text));
+        _exit (rc < 0 ? 1 : 0);
+    }
+    close (p[1]);
+    while (got < sizeof (cerr.text) - 1
+           && (n = read (p[0], cerr.text + got,
+                         sizeof (cerr.text) - 1 - got)) != 0) {
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        got += n;
+    }
+    cerr.text[got] = '\0';
+    close (p[0]);
+    while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
+        return 0;
+    errno = EIO;
+    return tier_errprintf (error, "%s", cerr.text[0] ? cerr.text
+                           : "the namespace helper failed");
+}
+
+static int teardown_locked (const char *base, uint32_t job_id, int wait_ms,
+                            tier_error_t *error)
+{
+    static pid_t pids[TIER_NS_PIDS_MAX];
+    char dir[PATH_MAX], holder[PATH_MAX];
+    int64_t deadline = now_ms () + wait_ms;
+    int n, dfd;
+
+    if (tier_ns_paths (base, job_id, dir, holder, sizeof (dir)) < 0)
+        return tier_errprintf (error, "path too long");
+    if (holder_live (holder)) {
+        /* leftovers of the job (setsid'd daemons, stuck tasks) */
+        while ((n = tier_ns_pids (base, job_id, pids, TIER_NS_PIDS_MAX))
+               > 0) {
+            for (int i = 0; i < n; i++)
+                if (pids[i] != getpid ())
+                    (void) kill (pids[i], SIGKILL);
+            if (now_ms () >= deadline)
+                break;
+            {
+                struct timespec ts = { 0, 20 * 1000 * 1000 };
+                nanosleep (&ts, NULL);
+            }
+        }
+        if (n > 0) {
+            errno = EBUSY;
+            tier_errprintf (error, "job %u: %d process(es) still inside its "
+                            "namespace; teardown deferred", job_id, n);
+            return 1;
+        }
+        if (umount2 (holder, MNT_DETACH) < 0 && errno != EINVAL)
+            return tier_errprintf (error, "umount %s: %s", holder,
+                                   strerror (errno));
+    }
+    if ((dfd = open (base, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return tier_errprintf (error, "%s: %s", base, strerror (errno));
+    {
+        char name[32];
+        (void) snprintf (name, sizeof (name), "%u", job_id);
+        if (tier_rmtree_at (dfd, name, error) < 0 && errno != ENOENT) {
+            close (dfd);
+            return -1;
+        }
+    }
+    close (dfd);
+    return 0;
+}
+
+int tier_ns_teardown (const char *base, uint32_t job_id, int wait_ms,
+                      tier_error_t *error)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+    int lockfd, rc;
+
+    if (tier_ns_paths (base, job_id, dir, NULL, sizeof (dir)) < 0)
+        return tier_errprintf (error, "path too long");
+    if (lstat (dir, &st) < 0) {
+        if (errno == ENOENT)
+            return 0;                   /* nothing of it on this node */
+        return tier_errprintf (error, "%s: %s", dir, strerror (errno));
+    }
+    if ((lockfd = tier_ns_lock (base, job_id, error)) < 0)
+        return -1;
+    rc = teardown_locked (base, job_id, wait_ms, error);
+    close (lockfd);
+    return rc;
+}
+
+int tier_ns_list (const char *base, uint32_t *ids, int max)
+{
+    struct dirent *de;
+    DIR *d = opendir (base);
+    int n = 0;
+
+    if (!d)
+        return errno == ENOENT ? 0 : -1;
+    while ((de = readdir (d)) && n < max) {
+        char *end;
+        unsigned long id = strtoul (de->d_name, &end, 10);
+        if (*end || id == 0 || id > UINT32_MAX)
+            continue;
+        ids[n++] = (uint32_t) id;
+    }
+    closedir (d);
+    return n;
+}
+
+static int rmtree (int dirfd, const char *name, dev_t dev, int depth,
+                   tier_error_t *error)
+{
+    struct stat st;
+    struct dirent *de;
+    DIR *d;
+    int fd;
+
+    if (fstatat (dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0
+               : tier_errprintf (error, "%s: %s", name, strerror (errno));
+    if (!S_ISDIR (st.st_mode)) {
+        if (unlinkat (dirfd, name, 0) < 0 && errno != ENOENT)
+            return tier_errprintf (error, "unlink %s: %s", name,
+                                   strerror (errno));
+        return 0;
+    }
+    if (st.st_dev != dev) {
+        errno = EBUSY;
+        return tier_errprintf (error, "%s is a mount point: left alone",
+                               name);
+    }
+    if (depth > 256) {
+        errno = ELOOP;
+        return tier_errprintf (error, "%s: too deep", name);
+    }
+    if ((fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                      | O_CLOEXEC)) < 0)
+        return tier_errprintf (error, "%s: %s", name, strerror (errno));
+    if (!(d = fdopendir (fd))) {
+        close (fd);
+        return tier_errprintf (error, "%s: %s", name, strerror (errno));
+    }
+    while ((de = readdir (d))) {
+        if (!strcmp (de->d_name, ".") || !strcmp (de->d_name, ".."))
+            continue;
+        if (rmtree (fd, de->d_name, dev, depth + 1, error) < 0) {
+            int e = errno;
+            closedir (d);
+            errno = e;
+            return -1;
+        }
+    }
+    closedir (d);
+    if (unlinkat (dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return tier_errprintf (error, "rmdir %s: %s", name, strerror (errno));
+    return 0;
+}
+
+int tier_rmtree_at (int dirfd, const char *name, tier_error_t *error)
+{
+    struct stat st;
+
+    if (fstat (dirfd, &st) < 0)
+        return tier_errprintf (error, "fstat: %s", strerror (errno));
+    return rmtree (dirfd, name, st.st_dev, 0, error);
+}
+
+int tier_ovl_mount (int lowerfd, int upperfd, int workfd, int targetfd,
+                    tier_error_t *error)
+{
+    static const char *opts[][2] = {
+        { "redirect_dir", "on" },
+        { "index", "off" },
+        { "xino", "off" },
+        { "metacopy", "off" },
+        { "uuid", "null" },
+    };
+    int fs, mnt, rc = -1;
+
+    if ((fs = sys_fsopen ("overlay", FSOPEN_CLOEXEC)) < 0)
+        return tier_errprintf (error, "fsopen overlay: %s", strerror (errno));
+    if (sys_fsconfig (fs, FSCONFIG_SET_FD, "lowerdir+", NULL, lowerfd) < 0
+        || sys_fsconfig (fs, FSCONFIG_SET_FD, "upperdir", NULL, upperfd) < 0
+        || sys_fsconfig (fs, FSCONFIG_SET_FD, "workdir", NULL, workfd) < 0) {
+        tier_errprintf (error, "overlay layers: %s", strerror (errno));
+        goto out;
+    }
+    for (size_t i = 0; i < sizeof (opts) / sizeof (opts[0]); i++) {
+        if (sys_fsconfig (fs, FSCONFIG_SET_STRING, opts[i][0], opts[i][1],
+                          0) < 0) {
+            tier_errprintf (error, "overlay option %s=%s: %s", opts[i][0],
+                            opts[i][1], strerror (errno));
+            goto out;
+        }
+    }
+    if (sys_fsconfig (fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+        char log[256];
+        ssize_t n = read (fs, log, sizeof (log) - 1);
+        int e = errno;
+        log[n > 0 ? n : 0] = '\0';
+        errno = e;
+        tier_errprintf (error, "overlay: %s%s%s", strerror (e),
+                        n > 0 ? ": " : "", log);
+        goto out;
+    }
+    if ((mnt = sys_fsmount (fs, FSMOUNT_CLOEXEC,
+                            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0) {
+        tier_errprintf (error, "fsmount: %s", strerror (errno));
+        goto out;
+    }
+    if (sys_move_mount (mnt, "", targetfd, "",
+                        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)
+        < 0)
+        tier_errprintf (error, "move_mount: %s", strerror (errno));
+    else
+        rc = 0;
+    close (mnt);
+out:
+    close (fs);
+    return rc;
+}
+
+int tier_bind_ro (int srcfd, int targetfd, tier_error_t *error)
+{
+    struct mount_attr attr = {
+        .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+    };
+    int t, rc = -1;
+
+    if ((t = sys_open_tree (srcfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC
+                            | AT_EMPTY_PATH | AT_RECURSIVE)) < 0)
+        return tier_errprintf (error, "open_tree: %s", strerror (errno));
+    if (sys_mount_setattr (t, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+                           sizeof (attr)) < 0)
+        tier_errprintf (error, "mount_setattr: %s", strerror (errno));
+    else if (sys_move_mount (t, "", targetfd, "", MOVE_MOUNT_F_EMPTY_PATH
+                             | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        tier_errprintf (error, "move_mount: %s", strerror (errno));
+    else
+        rc = 0;
+    close (t);
+    return rc;
+}
+
+int tier_job_reclaim (const char *ns_base, const char *nvdimm_dir,
+                      uint32_t job_id, tier_error_t *error)
+{
+    char name[32];
+    int rc, fd;
+
+    if ((rc = tier_ns_teardown (ns_base, job_id, 2000, error)) != 0)
+        return rc;
+    if (!nvdimm_dir || !nvdimm_dir[0])
+        return 0;
+    if ((fd = open (nvdimm_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                    | O_CLOEXEC)) < 0)
+        return errno == ENOENT ? 0 : tier_errprintf (error, "%s: %s",
+                                                     nvdimm_dir,
+                                                     strerror (errno));
+    (void) snprintf (name, sizeof (name), "%u", job_id);
+    rc = tier_rmtree_at (fd, name, error);
+    close (fd);
+    return rc;
+}

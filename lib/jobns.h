@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* jobns.h - one mount namespace per job per node: create, hold, join,
+ * extend, tear down (libc only: the plugin and the agent share it).
+ *
+ *   NamespaceDir/                 bind-mounted onto itself, MS_PRIVATE
+ *     JOBID/                      root 0700
+ *       mnt                       the holder: /proc/PID/ns/mnt bound here
+ *       lock                      flock: one creator/extender at a time
+ *       ready                     the job's mounts are made
+ *       uid                       the owner (for a restarted agent)
+ *
+ * The namespace is made by a forked child (slurmstepd is multithreaded and
+ * cannot unshare or setns itself): unshare(CLONE_NEWNS), then
+ * MS_SLAVE|MS_REC on "/" so that host mounts made later still reach the
+ * job while nothing of the job leaks out; the parent binds the child's
+ * ns file onto the holder, which keeps it alive after the child exits.
+ * Work inside it (mounts) is done by a forked single-threaded child that
+ * joins it (tier_ns_run).
+ */
+#ifndef TIER_JOBNS_H
+#define TIER_JOBNS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+#define TIER_NS_PIDS_MAX 4096
+
+/* Make base (created 0700 if missing, root-owned, not a symlink) a
+ * private bind mount of itself, once.  Returns 0 or -1.
+ */
+int tier_ns_base_prepare (const char *base, tier_error_t *error);
+
+/* The job's directory and holder paths. */
+int tier_ns_paths (const char *base, uint32_t job_id, char *dir,
+                   char *holder, size_t size);
+
+/* True if the job's holder is a live namespace (bound). */
+bool tier_ns_exists (const char *base, uint32_t job_id);
+
+/* Create the job's namespace (a stale one of an earlier run of the same
+ * job id is torn down first when fresh is true).  Also records uid.
+ * Returns 0 (made or already there), or -1.
+ */
+int tier_ns_create (const char *base, uint32_t job_id, uid_t uid,
+                    bool fresh, tier_error_t *error);
+
+/* Join the job's namespace (single-threaded callers only). */
+int tier_ns_enter (const char *base, uint32_t job_id, tier_error_t *error);
+
+/* Run fn(arg, error) in a forked child that joined the namespace; the
+ * child's error text comes back.  Returns fn's result (0 or -1).
+ */
+typedef int (*tier_ns_fn) (void *arg, tier_error_t *error);
+int tier_ns_run (const char *base, uint32_t job_id, tier_ns_fn fn, void *arg,
+                 tier_error_t *error);
+
+/* Per-job exclusive lock (flock on JOBID/lock); returns an fd or -1. */
+int tier_ns_lock (const char *base, uint32_t job_id, tier_error_t *error);
+
+/* Marker files in the job's directory ("ready"). */
+int tier_ns_mark (const char *base, uint32_t job_id, const char *name);
+bool tier_ns_marked (const char *base, uint32_t job_id, const char *name);
+
+/* Processes inside the job's namespace (from /proc/PID/ns/mnt); returns
+ * how many were found (up to max), -1 if the holder is gone.
+ */
+int tier_ns_pids (const char *base, uint32_t job_id, pid_t *pids, int max);
+
+/* Tear the namespace down: kill what is still inside (SIGKILL, waiting up
+ * to wait_ms for it to go), unmount the holder, remove the job's
+ * directory.  Returns 0 when gone, 1 when processes remain (the caller
+ * must keep the tier data the namespace still uses and retry later), -1
+ * on error.  Nothing mounted is ever deleted.
+ */
+int tier_ns_teardown (const char *base, uint32_t job_id, int wait_ms,
+                      tier_error_t *error);
+
+/* Everything of a job on this node: its namespace (tier_ns_teardown),
+ * then its data on the NVDIMM tier (nvdimm_dir/JOBID).  Returns 0, 1
+ * (deferred: processes remain; nothing was deleted), or -1.
+ */
+int tier_job_reclaim (const char *ns_base, const char *nvdimm_dir,
+                      uint32_t job_id, tier_error_t *error);
+
+/* Job ids with a directory under base (for a restarted agent). */
+int tier_ns_list (const char *base, uint32_t *ids, int max);
+
+/* Remove name beneath dirfd recursively: never follows a symlink, never
+ * crosses into another file system (a mount point is left alone and the
+ * call fails with EBUSY).
+ */
+int tier_rmtree_at (int dirfd, const char *name, tier_error_t *error);
+
+/* Overlay (lower = lowerfd, upper/work on the tier) mounted on top of
+ * the directory targetfd, from descriptors only: no option string is
+ * ever built from a user's path.  Options are set explicitly:
+ * redirect_dir=on (renaming a directory from the GFS works), index=off
+ * and xino=off (no file-handle or inode-number games with network or
+ * FUSE lowers), metacopy=off (a copy-up copies data: no metadata-only
+ * copies pointing into a lower the user may change), uuid=null.
+ * MOUNT_ATTR_NOSUID|MOUNT_ATTR_NODEV always.
+ */
+int tier_ovl_mount (int lowerfd, int upperfd, int workfd, int targetfd,
+                    tier_error_t *error);
+
+/* A read-only, nosuid, nodev bind of srcfd on top of targetfd. */
+int tier_bind_ro (int srcfd, int targetfd, tier_error_t *error);
+
+#endif /* !TIER_JOBNS_H */

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* ns.c - the job's mount namespace and the mounts made in it
+ *
+ *   job_prolog             create it (fresh: a requeued job gets a new one)
+ *   REMOTE init_post_opt   create it if the prolog did not run; make the
+ *                          job's mounts once, in a forked child that joins
+ *                          it (first step on the node, under a lock)
+ *   task_init_privileged   every task joins it (so -o/-e files, created
+ *                          by slurmstepd before, land on the real GFS)
+ *   job_epilog             tear it down, then remove the job's tier data
+ *
+ * Mount rules (DESIGN §3.3): only beneath AllowedRoots; the directory is
+ * resolved with the user's credentials beneath its allowed root (no
+ * symlink may lead out), the user must be able to write it, and it is
+ * mounted through its O_PATH descriptor (no race between check and mount,
+ * no option injection through ',' ':' '\' in names); always nosuid,nodev.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lib/jobns.h"
+#include "lib/paths.h"
+#include "opts.h"
+#include "tier.h"
+
+#define GROUPS_MAX 256
+
+struct mount_ctx {
+    const struct tier_conf *conf;
+    uint32_t job_id;
+    uid_t uid;
+    gid_t gid;
+    gid_t groups[GROUPS_MAX];
+    int ngroups;
+    const char *scratch;        /* --tier-scratch items */
+};
+
+/* Credentials for file work on the user's behalf, in a single-threaded
+ * child: fsuid/fsgid and the user's groups (root code never resolves a
+ * user's path with root's rights).
+ */
+static int as_user (const struct mount_ctx *m)
+{
+    if (syscall (SYS_setgroups, m->ngroups, m->groups) < 0)
+        return -1;
+    (void) setfsgid (m->gid);
+    (void) setfsuid (m->uid);
+    if ((uid_t) setfsuid ((uid_t) -1) != m->uid) {
+        errno = EPERM;
+        return -1;
+    }
+    return 0;
+}
+
+static void as_root (void)
+{
+    (void) setfsuid (0);
+    (void) setfsgid (0);
+    (void) syscall (SYS_setgroups, 0, NULL);
+}
+
+/* A tier root (e.g. NvdimmDir): created root 0700 if missing, refused if
+ * someone else made it or it is a symlink (it may sit under /dev/shm).
+ */
+static int tier_root (const char *path, tier_error_t *error)
+{
+    char tmp[PATH_MAX];
+    struct stat st;
+
+    (void) snprintf (tmp, sizeof (tmp), "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            (void) mkdir (tmp, 0755);
+            *p = '/';
+        }
+    }
+    if (mkdir (path, 0700) < 0 && errno != EEXIST)
+        return tier_errprintf (error, "%s: %s", path, strerror (errno));
+    if (lstat (path, &st) < 0 || !S_ISDIR (st.st_mode) || st.st_uid != 0
+        || (st.st_mode & 077)) {
+        errno = EPERM;
+        return tier_errprintf (error, "tier root %s must be a root-owned "
+                               "directory with mode 0700 (refused)", path);
+    }
+    return open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static int subdir (int dirfd, const char *name, mode_t mode,
+                   tier_error_t *error)
+{
+    int fd;
+
+    if (mkdirat (dirfd, name, mode) < 0 && errno != EEXIST)
+        return tier_errprintf (error, "mkdir %s: %s", name, strerror (errno));
+    if ((fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                      | O_CLOEXEC)) < 0)
+        return tier_errprintf (error, "%s: %s", name, strerror (errno));
+    return fd;
+}
+
+static bool under_any (const char *path, const struct tier_conf *conf)
+{
+    const char *roots[] = { conf->nvdimm_dir, conf->bb_dir,
+                            conf->namespace_dir, conf->state_dir,
+                            conf->socket_dir, conf->shared_state_dir };
+
+    for (size_t i = 0; i < sizeof (roots) / sizeof (roots[0]); i++)
+        if (roots[i] && roots[i][0]
+            && (tier_path_under (path, roots[i])
+                || tier_path_under (roots[i], path)))
+            return true;
+    return false;
+}
+
+/* Resolve dir as the user beneath its allowed root; returns an O_PATH
+ * descriptor of a directory the user may write.
+ */
+static int resolve_dir (const struct mount_ctx *m, const char *option,
+                        const char *dir, tier_error_t *error)
+{
+    const struct tier_conf *conf = m->conf;
+    const char *root = NULL, *rel;
+    char norm[PATH_MAX];
+    int rootfd, fd, e;
+
+    if (tier_path_normalize (dir, norm, sizeof (norm)) < 0)
+        return tier_errprintf (error, "%s: '%s': invalid path", option, dir);
+    for (int i = 0; i < conf->allowed_roots_count; i++)
+        if (tier_path_under (norm, conf->allowed_roots[i])) {
+            root = conf->allowed_roots[i];
+            break;
+        }
+    if (!root) {
+        errno = EPERM;
+        return tier_errprintf (error, "%s: %s is outside the directories "
+                               "tier may act on (AllowedRoots)", option, norm);
+    }
+    if (under_any (norm, conf)) {
+        errno = EPERM;
+        return tier_errprintf (error, "%s: %s overlaps one of tier's own "
+                               "directories", option, norm);
+    }
+    rel = tier_path_strip (norm, root);
+    if (as_user (m) < 0)
+        return tier_errprintf (error, "cannot take the user's credentials: "
+                               "%s", strerror (errno));
+    if ((rootfd = open (root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        e = errno;
+        as_root ();
+        errno = e;
+        return tier_errprintf (error, "%s: %s: %s", option, root,
+                               strerror (e));
+    }
+    fd = tier_path_open_beneath (rootfd, rel, O_PATH | O_DIRECTORY, 0, 0);
+    e = errno;
+    close (rootfd);
+    if (fd < 0) {
+        as_root ();
+        errno = e;
+        if (e == EXDEV || e == ELOOP)
+            return tier_errprintf (error, "%s: %s: a symlink or '..' leads "
+                                   "out of %s (refused)", option, norm, root);
+        return tier_errprintf (error, "%s: %s: %s", option, norm,
+                               strerror (e));
+    }
+    /* the user must be able to write it (AT_EACCESS: the fs ids) */
+    if (syscall (SYS_faccessat2, fd, "", W_OK | X_OK,
+                 AT_EMPTY_PATH | AT_EACCESS) < 0) {
+        e = errno;
+        close (fd);
+        as_root ();
+        errno = e;
+        return tier_errprintf (error, "%s: %s: you cannot write this "
+                               "directory", option, norm);
+    }
+    as_root ();
+    return fd;
+}
+
+/* One pipeline scratch overlay: lower = the GFS directory, upper/work =
+ * NvdimmDir/JOBID/K/{upper,work}, the upper root mirroring the lower's
+ * owner, group, mode and setgid bit.
+ */
+static int mount_scratch (const struct mount_ctx *m, int k, const char *dir,
+                          tier_error_t *error)
+{
+    char name[32];
+    struct stat st;
+    int lowerfd = -1, rootfd = -1, jobfd = -1, kfd = -1, upfd = -1;
+    int workfd = -1, rc = -1;
+
+    if (!m->conf->nvdimm_dir[0]) {
+        errno = ENOENT;
+        return tier_errprintf (error, "--tier-scratch: this node has no "
+                               "NVDIMM tier (NvdimmDir is not set)");
+    }
+    if ((lowerfd = resolve_dir (m, "--tier-scratch", dir, error)) < 0)
+        return -1;
+    if (fstat (lowerfd, &st) < 0) {
+        tier_errprintf (error, "%s: %s", dir, strerror (errno));
+        goto out;
+    }
+    if ((rootfd = tier_root (m->conf->nvdimm_dir, error)) < 0)
+        goto out;
+    (void) snprintf (name, sizeof (name), "%u", m->job_id);
+    if ((jobfd = subdir (rootfd, name, 0700, error)) < 0)
+        goto out;
+    (void) snprintf (name, sizeof (name), "%d", k);
+    if ((kfd = subdir (jobfd, name, 0700, error)) < 0)
+        goto out;
+    if ((workfd = subdir (kfd, "work", 0700, error)) < 0
+        || (upfd = subdir (kfd, "upper", 0700, error)) < 0)
+        goto out;
+    if (fchown (upfd, st.st_uid, st.st_gid) < 0
+        || fchmod (upfd, st.st_mode & 07777) < 0) {
+        tier_errprintf (error, "upper of %s: %s", dir, strerror (errno));
+        goto out;
+    }
+    if (tier_ovl_mount (lowerfd, upfd, workfd, lowerfd, error) < 0) {
+        char msg[TIER_ERROR_MAX];
+        (void) snprintf (msg, sizeof (msg), "%s", error->text);
+        tier_errprintf (error, "--tier-scratch: %s: %s", dir, msg);
+        goto out;
+    }
+    rc = 0;
+out:
+    {
+        int fds[] = { lowerfd, rootfd, jobfd, kfd, upfd, workfd };
+        int e = errno;
+        for (size_t i = 0; i < sizeof (fds) / sizeof (fds[0]); i++)
+            if (fds[i] >= 0)
+                close (fds[i]);
+        errno = e;
+    }
+    return rc;
+}
+
+/* In the forked child that joined the namespace. */
+static int mount_all (void *arg, tier_error_t *error)
+{
+    struct mount_ctx *m = arg;
+    char item[PATH_MAX + 64];
+    const char *p = m->scratch;
+    int k = 0;
+
+    while ((p = tier_opt_next_item (p, item, sizeof (item)))) {
+        char dir[PATH_MAX + 64];
+        uint64_t size;
+        if (tier_opt_split_size (item, dir, sizeof (dir), &size, error) < 0
+            || mount_scratch (m, k++, dir, error) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+bool tier_ns_wanted (void)
+{
+    return tier.opts.scratch[0] != '\0';
+}
+
+int tier_ns_prolog (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
+                    tier_error_t *error)
+{
+    if (tier_ns_base_prepare (conf->namespace_dir, error) < 0)
+        return -1;
+    return tier_ns_create (conf->namespace_dir, job_id, uid, true, error);
+}
+
+int tier_ns_setup (spank_t sp, tier_error_t *error)
+{
+    struct mount_ctx m = { .conf = tier.conf, .job_id = tier.job_id,
+                           .scratch = tier.opts.scratch };
+    const char *base = tier.conf->namespace_dir;
+    struct passwd pw, *pwp = NULL;
+    char buf[4096];
+    int lockfd, rc = -1;
+
+    if (spank_get_item (sp, S_JOB_UID, &m.uid) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_JOB_GID, &m.gid) != ESPANK_SUCCESS)
+        return tier_errprintf (error, "cannot read the job's owner");
+    if (getpwuid_r (m.uid, &pw, buf, sizeof (buf), &pwp) != 0 || !pwp)
+        return tier_errprintf (error, "uid %u has no passwd entry",
+                               (unsigned) m.uid);
+    m.ngroups = GROUPS_MAX;
+    if (getgrouplist (pw.pw_name, m.gid, m.groups, &m.ngroups) < 0)
+        return tier_errprintf (error, "too many groups for %s", pw.pw_name);
+    if (tier_ns_base_prepare (base, error) < 0
+        || tier_ns_create (base, m.job_id, m.uid, false, error) < 0)
+        return -1;
+    if ((lockfd = tier_ns_lock (base, m.job_id, error)) < 0)
+        return -1;
+    if (tier_ns_marked (base, m.job_id, "ready"))
+        rc = 0;                         /* an earlier step made them */
+    else if (tier_ns_marked (base, m.job_id, "failed"))
+        tier_errprintf (error, "the job's tiers could not be set up on "
+                        "this node (see the first step's message)");
+    else if (tier_ns_run (base, m.job_id, mount_all, &m, error) == 0) {
+        (void) tier_ns_mark (base, m.job_id, "ready");
+        rc = 0;
+    }
+    else
+        (void) tier_ns_mark (base, m.job_id, "failed");
+    close (lockfd);
+    return rc;
+}
+
+/* Is this task already in a namespace someone else made (job_container/
+ * tmpfs, a container plugin)?  Compared with its slurmstepd's.
+ */
+static bool foreign_ns (void)
+{
+    struct stat a, b;
+    char path[64];
+
+    (void) snprintf (path, sizeof (path), "/proc/%d/ns/mnt", (int) getppid ());
+    if (stat ("/proc/self/ns/mnt", &a) < 0 || stat (path, &b) < 0)
+        return false;
+    return a.st_ino != b.st_ino;
+}
+
+int tier_ns_join (tier_error_t *error)
+{
+    if (foreign_ns ()) {
+        errno = EBUSY;
+        return tier_errprintf (error, "this task already runs in another "
+                               "mount namespace (job_container/tmpfs or a "
+                               "container?): tier's namespace is not joined");
+    }
+    return tier_ns_enter (tier.conf->namespace_dir, tier.job_id, error);
+}

@@ -1,0 +1,153 @@
+#!/bin/bash
+test_description='the job mount namespace: isolation, propagation, mount safety, teardown'
+. "$(dirname "$0")/../lib/tap.sh"
+. "$TIER_SRCDIR/tests/lib/cluster.sh"
+
+test_have_prereq ROOT,SLURM || skip_all "needs root and Slurm"
+test_expect_success 'start the cluster' 'cluster_start'
+[ -n "${CLUSTER:-}" ] || bail_out "no cluster"
+H=$GFS/home/alice
+OUT=$H/out
+NV=$(cat "$CLUSTER/run/nvdimm.path")
+JOBNS="$TIER_BUILDDIR/tests/unit/jobns_tool"
+TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
+as_alice () { (cd "$H" && as_user alice "$@"); }
+no_drain () { ! sinfo -h -R | grep .; }
+# overlays_under DIR: overlay mounts on DIR in this (the host's) table
+host_overlay () { grep " $1 " /proc/self/mountinfo | grep -q " - overlay "; }
+
+test_expect_success 'alice has a run directory with a file in it' '
+    as_user alice mkdir -p "$H/runs" "$OUT" &&
+    as_user alice sh -c "echo before > $H/runs/old.txt"
+'
+
+# Job A: batch step on n1, two concurrent sruns on n1 and n2.  Job B: the
+# same directory, the same user, n1, at the same time.  Each writes its
+# markers, then lists what it sees.
+cat >"$H/jobA.sh" <<EOF
+#!/bin/bash
+R=$H/runs; O=$OUT
+echo A > \$R/A-batch
+srun --overlap -N2 -n2 sh -c 'echo x > \$0/A-s1-\$SLURMD_NODENAME; touch $OUT/A-s1-ready-\$SLURMD_NODENAME; sleep 6; ls \$0 > $OUT/A-s1-\$SLURMD_NODENAME.ls' \$R &
+srun --overlap -N2 -n2 sh -c 'sleep 3; ls \$0 > $OUT/A-s2-\$SLURMD_NODENAME.ls' \$R &
+wait
+ls \$R > \$O/A-batch.ls
+EOF
+cat >"$H/jobB.sh" <<EOF
+#!/bin/bash
+echo B > $H/runs/B-batch; touch $OUT/B-ready; sleep 6; ls $H/runs > $OUT/B-batch.ls
+EOF
+chmod 755 "$H/jobA.sh" "$H/jobB.sh"; chown alice "$H/jobA.sh" "$H/jobB.sh"
+
+test_expect_success 'two concurrent jobs over one directory, steps on two nodes' '
+    a=$(as_alice sbatch --parsable -N2 -n2 -w n1,n2 --tier-scratch=$H/runs \
+        -o $OUT/A.out "$H/jobA.sh") &&
+    b=$(as_alice sbatch --parsable -N1 -n1 -w n1 --tier-scratch=$H/runs \
+        -o $OUT/B.out "$H/jobB.sh") &&
+    wait_for 60 test -e $OUT/A-s1-ready-n2 && wait_for 60 test -e $OUT/B-ready &&
+    echo "host view during the run:" && ls "$H/runs" | tee $TRASH/host.ls &&
+    test "$(cat $TRASH/host.ls)" = old.txt &&
+    ! host_overlay "$H/runs" &&
+    as_alice srun -w n3 ls "$H/runs" >$TRASH/n3.ls && test "$(cat $TRASH/n3.ls)" = old.txt &&
+    wait_for 90 job_done $a && wait_for 90 job_done $b &&
+    test "$(job_state $a)" = COMPLETED && test "$(job_state $b)" = COMPLETED &&
+    cat $OUT/A.out $OUT/B.out && head $OUT/*.ls
+'
+test_expect_success 'each step on n1 sees job A'"'"'s n1 view: its batch step, its n1 tasks, never B' '
+    for f in A-batch A-s1-n1 A-s2-n1; do
+        grep -qx A-batch $OUT/$f.ls && grep -qx A-s1-n1 $OUT/$f.ls &&
+        ! grep -q "^A-s1-n2$" $OUT/$f.ls && ! grep -q "^B" $OUT/$f.ls &&
+        grep -qx old.txt $OUT/$f.ls || { echo "bad $f"; exit 1; }
+    done
+'
+test_expect_success 'on n2 job A sees only its n2 view' '
+    for f in A-s1-n2 A-s2-n2; do
+        grep -qx A-s1-n2 $OUT/$f.ls && ! grep -qx A-batch $OUT/$f.ls &&
+        ! grep -qx A-s1-n1 $OUT/$f.ls && ! grep -q "^B" $OUT/$f.ls || exit 1
+    done
+'
+test_expect_success 'job B saw its own view only' '
+    grep -qx B-batch $OUT/B-batch.ls && ! grep -q "^A" $OUT/B-batch.ls
+'
+test_expect_success 'afterwards: the GFS is unchanged, nothing is mounted, the tier is empty' '
+    test "$(ls $H/runs)" = old.txt && test "$(cat $H/runs/old.txt)" = before &&
+    ! grep -q " - overlay " /proc/self/mountinfo &&
+    test -z "$(ls -A $NV/n1 $NV/n2 2>/dev/null | grep -v :)" &&
+    test -z "$(ls -A $CLUSTER/run/ns/n1 $CLUSTER/run/ns/n2 2>/dev/null | grep -v :)"
+'
+test_expect_success 'files from the GFS are readable; changing one changes the job'"'"'s copy only' '
+    as_alice srun -w n2 --tier-scratch=$H/runs sh -c "cat $H/runs/old.txt && echo changed > $H/runs/old.txt && cat $H/runs/old.txt" >$TRASH/o &&
+    test "$(cat $TRASH/o)" = "before
+changed" && test "$(cat $H/runs/old.txt)" = before
+'
+test_expect_success 'a host mount made after the job started is visible inside (MS_SLAVE)' '
+    rm -f $OUT/go && mkdir -p "$H/later" && chown alice "$H/later" &&
+    id=$(as_alice sbatch --parsable -w n1 --tier-scratch=$H/runs -o $OUT/prop.out \
+        --wrap "touch $OUT/prop-ready; while [ ! -e $OUT/go ]; do sleep 0.2; done; cat $H/later/hello") &&
+    wait_for 30 test -e $OUT/prop-ready &&
+    mount -t tmpfs -o size=1m tmpfs "$H/later" && echo hello-from-host >"$H/later/hello" &&
+    touch $OUT/go && wait_for 30 job_done $id; umount "$H/later";
+    cat $OUT/prop.out && grep -q hello-from-host $OUT/prop.out
+'
+# refused SCRATCH MESSAGE: the job runs (auto) with a warning; nothing mounted
+refused () {
+    as_alice srun -w n1 --tier-scratch="$1" sh -c \
+        "grep -c \" - overlay \" /proc/self/mountinfo || true" >$TRASH/cnt 2>$TRASH/err;
+    cat $TRASH/err
+    grep -q -- "$2" $TRASH/err && test "$(cat $TRASH/cnt)" = 0
+}
+test_expect_success '--tier-scratch=/etc is refused: outside AllowedRoots' '
+    refused /etc "outside the directories tier may act on"
+'
+test_expect_success 'a symlink into /etc is refused' '
+    as_user alice ln -sfn /etc "$H/etclink" &&
+    refused "$H/etclink" "leads out of"
+'
+test_expect_success 'a directory outside AllowedRoots is refused' '
+    mkdir -p /tmp/tier-outside-$$ && chown alice /tmp/tier-outside-$$ &&
+    (refused /tmp/tier-outside-$$ "outside the directories"; rc=$?; rmdir /tmp/tier-outside-$$; exit $rc)
+'
+test_expect_success 'a directory alice cannot write is refused' '
+    refused "$GFS/home/bob" "you cannot write this directory"
+'
+test_expect_success 'required turns a refusal into a clean job failure' '
+    id=$(sbatch_wait alice -w n1 --tier-cache=required --tier-scratch=/etc -o $OUT/rq.out -e $OUT/rq.err --wrap "echo ran") &&
+    test "$(job_state $id)" = FAILED && ! grep -q ran $OUT/rq.out &&
+    grep -q "required: --tier-scratch: /etc is outside" $OUT/rq.err && no_drain
+'
+test_expect_success 'a name with :/root works as scratch; /root is untouched' '
+    as_user alice mkdir -p "$H/y:/root" && as_user alice sh -c "echo mine > \"$H/y:/root/file\"" &&
+    as_alice srun -w n1 --tier-scratch="$H/y:/root" sh -c "ls \"$H/y:/root\"; echo new > \"$H/y:/root/new\"; ls /root >/dev/null 2>&1 && echo ROOT-READABLE; grep \" - overlay \" /proc/self/mountinfo" >$TRASH/y 2>&1;
+    cat $TRASH/y && grep -qx file $TRASH/y && ! grep -q ROOT-READABLE $TRASH/y &&
+    grep -q "lowerdir+=$H/y:/root" $TRASH/y && test ! -e /root/new && test ! -e "$H/y:/root/new"
+'
+test_expect_success 'a setuid binary in the scratch gains nothing (nosuid)' '
+    cp /usr/bin/id "$H/runs/suid-id" && chown root:root "$H/runs/suid-id" && chmod 4755 "$H/runs/suid-id" &&
+    as_alice srun -w n1 --tier-scratch=$H/runs sh -c "$H/runs/suid-id -u; grep \" - overlay \" /proc/self/mountinfo" >$TRASH/s &&
+    (cat $TRASH/s && test "$(head -1 $TRASH/s)" = "$(id -u alice)" &&
+     grep -q "nosuid,nodev" $TRASH/s; rc=$?; rm -f "$H/runs/suid-id"; exit $rc)
+'
+test_expect_success '-o into the tiered directory lands on the GFS' '
+    id=$(sbatch_wait alice -w n2 --tier-scratch=$H/runs -o $H/runs/job-%j.out --wrap "echo to-the-gfs; echo scratch > $H/runs/tmp") &&
+    cat $H/runs/job-$id.out && grep -q to-the-gfs $H/runs/job-$id.out &&
+    test ! -e $H/runs/tmp
+'
+test_expect_success 'a process left running (setsid) is killed at job end, nothing is left' '
+    id=$(sbatch_wait alice -w n3 --tier-scratch=$H/runs -o $OUT/left.out --wrap "cd $H/runs; setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo \$!") &&
+    p=$(cat $OUT/left.out) && test -n "$p" && echo "left: $p" &&
+    wait_for 10 sh -c "! kill -0 $p 2>/dev/null" &&
+    ! grep -q " - overlay " /proc/self/mountinfo &&
+    test ! -e $CLUSTER/run/ns/n3/$id && test ! -e $NV/n3/$id
+'
+test_expect_success 'the agent reclaims a namespace an epilog could not tear down' '
+    id=$(sbatch_wait alice -w n3 --tier-cache=auto -o /dev/null --wrap true) &&
+    $JOBNS create $CLUSTER/run/ns/n3 $id $(id -u alice) &&
+    mkdir -p $NV/n3/$id/0/upper && echo data >$NV/n3/$id/0/upper/f &&
+    ($JOBNS run $CLUSTER/run/ns/n3 $id sleep 1000 &) &&
+    wait_for 10 sh -c "$JOBNS pids $CLUSTER/run/ns/n3 $id | grep -q ." &&
+    wait_for 30 test ! -e $CLUSTER/run/ns/n3/$id &&
+    test ! -e $NV/n3/$id &&
+    grep -q "job $id: namespace and tier data reclaimed" $CLUSTER/log/tierd-n3.log
+'
+test_expect_success 'no node was drained' 'no_drain'
+test_done
