@@ -40,6 +40,9 @@ struct agent {
     int64_t started_ms;
     uid_t slurm_uid;            /* SlurmUser, or (uid_t) -1 */
     bool disabled;              /* tierctl disable: jobs run untiered */
+    bool nvdimm_ok;             /* the NVDIMM tier root is usable */
+    bool nvdimm_pmem;           /* pmem_is_pmem says real persistent memory */
+    bool nvdimm_tmpfs;          /* DRAM-emulated (tmpfs) */
 
     int epfd, lfd, sigfd, timerfd, lockfd;
     char sockpath[4096];
@@ -77,10 +80,18 @@ int ctr_get (struct agent *a, enum tier_scope scope, uint64_t id,
              struct tier_counters *c);
 json_t *ctr_to_json (const struct tier_counters *c);
 
+/* tiers.c */
+void tiers_init (struct agent *a);
+json_t *tiers_json (struct agent *a);
+
+/* rpc.c */
+uint64_t agent_reserved (struct agent *a);
+
 /* jobs.c: reconcile the registry with slurmctld after a restart */
 bool agent_privileged (struct agent *a, uid_t uid);
 int jobs_reconcile_start (struct agent *a);   /* an eventfd, or -1 */
 int jobs_reconcile_finish (struct agent *a);  /* jobs reconciled */
 int jobs_reclaim (struct agent *a);     /* namespaces of ended jobs */
+void jobs_sample (struct agent *a);     /* peak scratch use */
 
 #endif /* !TIER_AGENT_H */

@@ -16,8 +16,10 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -208,4 +210,45 @@ int jobs_reclaim (struct agent *a)
                       error.text);
     }
     return done;
+}
+
+/* Peak scratch use of running jobs: every few seconds, statfs each of a
+ * job's scratch tmpfs through a process inside its namespace
+ * (/proc/PID/root is that namespace's view).
+ */
+struct sample_ctx {
+    struct agent *a;
+};
+
+static int sample_cb (const struct store_job *j, void *arg)
+{
+    struct sample_ctx *sc = arg;
+    struct agent *a = sc->a;
+    pid_t pid;
+    uint64_t used = 0;
+
+    if (j->state != STORE_JOB_RUNNING || !a->conf->nvdimm_dir[0]
+        || tier_ns_pids (a->conf->namespace_dir, j->job_id, &pid, 1) != 1)
+        return 0;
+    for (int k = 0; k < 64; k++) {
+        char path[4200];
+        struct statfs sf;
+        (void) snprintf (path, sizeof (path), "/proc/%d/root%s/%u/%d",
+                         (int) pid, a->conf->nvdimm_dir, j->job_id, k);
+        if (statfs (path, &sf) < 0)
+            break;
+        if ((unsigned) sf.f_type == 0x01021994)     /* a job tmpfs */
+            used += (uint64_t) (sf.f_blocks - sf.f_bfree) * sf.f_bsize;
+    }
+    if (used)
+        ctr_add (a, j, TIER_ROLE_PIPELINE, TIER_CTR_SCRATCH_PEAK, used);
+    return 0;
+}
+
+void jobs_sample (struct agent *a)
+{
+    struct sample_ctx sc = { .a = a };
+    tier_error_t error;
+
+    (void) store_job_foreach (a->store, sample_cb, &sc, &error);
 }

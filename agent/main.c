@@ -205,6 +205,7 @@ int main (int argc, char **argv)
     (void) snprintf (path, sizeof (path), "%s/registry", a.conf->state_dir);
     if (!(a.store = store_open (path, STORE_MAPSIZE_DEFAULT, &error)))
         tier_log_exit ("%s", error.text);
+    tiers_init (&a);
     a.started_ms = a.last_flush_ms = agent_now_ms ();
     if (server_init (&a, &error) < 0)
         tier_log_exit ("%s", error.text);

@@ -185,6 +185,58 @@ static void ensure_user_state (struct agent *a, const struct store_job *job)
     close (rootfd);
 }
 
+struct reserved_ctx {
+    uint32_t except;
+    uint64_t sum;
+};
+
+static int reserved_cb (const struct store_job *j, void *arg)
+{
+    struct reserved_ctx *rc = arg;
+
+    if (j->state == STORE_JOB_RUNNING && j->job_id != rc->except)
+        rc->sum += j->reserved;
+    return 0;
+}
+
+/* NVDIMM scratch reservations: the running jobs' sum stays within
+ * NvdimmCapacity (0: no accounting).
+ */
+static int reserve_scratch (struct agent *a, struct store_job *job,
+                            uint64_t want, char *why, size_t size)
+{
+    struct reserved_ctx rc = { .except = job->job_id };
+    tier_error_t error;
+    uint64_t cap = a->conf->nvdimm_capacity;
+
+    job->reserved = 0;
+    if (want == 0 || cap == 0) {
+        job->reserved = want;
+        return 0;
+    }
+    if (store_job_foreach (a->store, reserved_cb, &rc, &error) < 0)
+        return -1;
+    if (rc.sum + want > cap) {
+        (void) snprintf (why, size, "the NVDIMM tier of node %s cannot "
+                         "reserve %llu MiB (%llu of %llu MiB are reserved)",
+                         a->node, (unsigned long long) (want >> 20),
+                         (unsigned long long) (rc.sum >> 20),
+                         (unsigned long long) (cap >> 20));
+        return -1;
+    }
+    job->reserved = want;
+    return 0;
+}
+
+uint64_t agent_reserved (struct agent *a)
+{
+    struct reserved_ctx rc = { .except = 0 };
+    tier_error_t error;
+
+    (void) store_job_foreach (a->store, reserved_cb, &rc, &error);
+    return rc.sum;
+}
+
 static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
                                 tier_error_t *error)
 {
@@ -193,6 +245,8 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
     uint32_t uid = 0, gid = 0;
     const char *user = NULL;
     json_t *opts = json_object_get (req, "options");
+    json_t *want = json_object_get (req, "scratch_reserve");
+    char why[256] = "";
     char *optstr = NULL;
     tier_error_t e2;
 
@@ -241,11 +295,24 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
     job.state = STORE_JOB_RUNNING;
     job.registered = time (NULL);
     job.steps = 1;
+    job.exit_code = -1;
+    if (want && (!json_is_integer (want) || json_integer_value (want) < 0)) {
+        errno = EINVAL;
+        tier_errprintf (error, "'scratch_reserve' must be a byte count");
+        return NULL;
+    }
     if (store_job_get (a->store, job_id, restart, &old, &e2) == 0
         && old.state == STORE_JOB_RUNNING) {
         job.registered = old.registered;
         job.steps = old.steps + 1;
+        job.reserved = old.reserved;
+        job.scratch_denied = old.scratch_denied;
+        job.exit_code = old.exit_code;
     }
+    else if (reserve_scratch (a, &job, want ? (uint64_t)
+                              json_integer_value (want) : 0, why,
+                              sizeof (why)) < 0)
+        job.scratch_denied = 1;
     if (store_job_put (a->store, &job, error) < 0)
         return NULL;
     if (job.steps == 1) {
@@ -253,11 +320,16 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
                   job.job_id, job.batch_id, job.user);
         ensure_user_state (a, &job);
     }
-    return json_pack ("{s:I s:I s:s s:b}",
+    if (job.scratch_denied && !why[0])
+        (void) snprintf (why, sizeof (why), "the NVDIMM tier of node %s "
+                         "could not reserve the job's scratch", a->node);
+    return json_pack ("{s:I s:I s:s s:b s:b s:s}",
                       "job_id", (json_int_t) job.job_id,
                       "batch_id", (json_int_t) job.batch_id,
                       "node", a->node,
-                      "enabled", !a->disabled && a->conf->enabled);
+                      "enabled", !a->disabled && a->conf->enabled,
+                      "scratch_ok", !job.scratch_denied,
+                      "scratch_error", why);
 }
 
 static json_t *op_job_end (struct agent *a, struct conn *c, json_t *req,
@@ -269,6 +341,26 @@ static json_t *op_job_end (struct agent *a, struct conn *c, json_t *req,
     if (get_id (req, "job_id", true, &job_id, error) < 0
         || job_for_caller (a, c, job_id, req, &job, error) < 0)
         return NULL;
+    {
+        /* what the epilog counted in the job's scratch on this node */
+        json_int_t files = 0, bytes = 0, copyups = 0;
+        if (json_unpack (req, "{s?I s?I s?I}", "scratch_files", &files,
+                         "scratch_bytes", &bytes, "copyups", &copyups) == 0
+            && files >= 0 && bytes >= 0 && copyups >= 0
+            && (files || bytes || copyups)) {
+            ctr_add (a, &job, TIER_ROLE_PIPELINE, TIER_CTR_SCRATCH_FILES,
+                     files);
+            ctr_add (a, &job, TIER_ROLE_PIPELINE, TIER_CTR_SCRATCH_BYTES,
+                     bytes);
+            ctr_add (a, &job, TIER_ROLE_PIPELINE, TIER_CTR_BYTES_NVDIMM,
+                     bytes);
+            ctr_add (a, &job, TIER_ROLE_PIPELINE, TIER_CTR_GFS_BYTES_AVOIDED,
+                     bytes);
+            ctr_add (a, &job, TIER_ROLE_PIPELINE, TIER_CTR_SCRATCH_PEAK,
+                     bytes);
+            ctr_add (a, &job, TIER_ROLE_PIPELINE, TIER_CTR_COPYUPS, copyups);
+        }
+    }
     if (job.state == STORE_JOB_RUNNING) {
         job.state = STORE_JOB_ENDED;
         job.ended = time (NULL);
@@ -500,7 +592,40 @@ static json_t *op_node_enable (struct agent *a, struct conn *c, json_t *req,
                       !a->disabled && a->conf->enabled);
 }
 
+struct count_ctx {
+    int running, total;
+};
+
+static int count_cb (const struct store_job *j, void *arg)
+{
+    struct count_ctx *cc = arg;
+
+    cc->total++;
+    if (j->state == STORE_JOB_RUNNING)
+        cc->running++;
+    return 0;
+}
+
+static json_t *op_status (struct agent *a, struct conn *c, json_t *req,
+                          tier_error_t *error)
+{
+    struct count_ctx cc = { 0 };
+    json_t *tiers = tiers_json (a);
+
+    (void) store_job_foreach (a->store, count_cb, &cc, error);
+    return json_pack ("{s:s s:s s:i s:I s:b s:o s:{s:i s:i}}",
+                      "version", PACKAGE_VERSION,
+                      "node", a->node,
+                      "pid", (int) getpid (),
+                      "uptime", (json_int_t) ((agent_now_ms ()
+                                               - a->started_ms) / 1000),
+                      "enabled", !a->disabled && a->conf->enabled,
+                      "tiers", tiers ? tiers : json_object (),
+                      "jobs", "running", cc.running, "registered", cc.total);
+}
+
 static const struct rpc_op ops[] = {
+    { "status", op_status, false },
     { "ping", op_ping, false },
     { "job.register", op_job_register, true },
     { "job.end", op_job_end, true },

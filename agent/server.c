@@ -374,6 +374,7 @@ static void do_timer (struct agent *a)
     }
     if (now - a->last_reclaim_ms >= AGENT_RECLAIM_MS) {
         (void) jobs_reclaim (a);
+        jobs_sample (a);
         a->last_reclaim_ms = now;
     }
     if (now - a->last_flush_ms >= AGENT_FLUSH_MS) {

@@ -137,7 +137,7 @@ static enum store_job_state state_parse (const char *s)
 static char *job_encode (const struct store_job *j)
 {
     json_t *o = json_pack ("{s:I s:I s:I s:I s:I s:I s:s s:s s:s s:I s:I "
-                           "s:i s:s}",
+                           "s:i s:s s:I s:i s:i}",
                            "job_id", (json_int_t) j->job_id,
                            "restart", (json_int_t) j->restart,
                            "batch_id", (json_int_t) j->batch_id,
@@ -150,7 +150,10 @@ static char *job_encode (const struct store_job *j)
                            "registered", (json_int_t) j->registered,
                            "ended", (json_int_t) j->ended,
                            "steps", (int) j->steps,
-                           "options", j->options);
+                           "options", j->options,
+                           "reserved", (json_int_t) j->reserved,
+                           "scratch_denied", (int) j->scratch_denied,
+                           "exit_code", (int) j->exit_code);
     char *s;
 
     if (!o) {
@@ -169,18 +172,21 @@ static int job_decode (const void *data, size_t len, struct store_job *j)
     json_error_t jerr;
     json_t *o = json_loadb (data, len, 0, &jerr);
     json_int_t job_id = 0, restart = 0, batch = 0, task = STORE_NO_TASK;
-    json_int_t uid = 0, gid = 0, reg = 0, ended = 0;
+    json_int_t uid = 0, gid = 0, reg = 0, ended = 0, reserved = 0;
+    int denied = 0, exit_code = -1;
     const char *user = "", *node = "", *state = NULL, *opts = "";
     int steps = 0;
 
     if (!o || json_unpack (o, "{s:I s:I s?I s?I s:I s:I s?s s?s s?s s?I s?I "
-                           "s?i s?s}",
+                           "s?i s?s s?I s?i s?i}",
                            "job_id", &job_id, "restart", &restart,
                            "batch_id", &batch, "array_task_id", &task,
                            "uid", &uid, "gid", &gid, "user", &user,
                            "node", &node, "state", &state,
                            "registered", &reg, "ended", &ended,
-                           "steps", &steps, "options", &opts) < 0) {
+                           "steps", &steps, "options", &opts,
+                           "reserved", &reserved, "scratch_denied", &denied,
+                           "exit_code", &exit_code) < 0) {
         json_decref (o);
         errno = EINVAL;
         return -1;
@@ -199,6 +205,9 @@ static int job_decode (const void *data, size_t len, struct store_job *j)
     j->ended = ended;
     j->steps = steps;
     (void) snprintf (j->options, sizeof (j->options), "%s", opts);
+    j->reserved = (uint64_t) reserved;
+    j->scratch_denied = denied;
+    j->exit_code = exit_code;
     json_decref (o);
     return 0;
 }

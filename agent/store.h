@@ -35,6 +35,9 @@ struct store_job {
     int64_t registered;         /* seconds since the epoch */
     int64_t ended;              /* 0 while running */
     int32_t steps;              /* steps that registered on this node */
+    uint64_t reserved;          /* NVDIMM scratch bytes reserved */
+    int32_t scratch_denied;     /* the reservation did not fit */
+    int32_t exit_code;          /* the batch script's wait status, or -1 */
     char options[2048];         /* the job's --tier options, as JSON */
 };
 

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "lib/counters.h"
+#include "lib/units.h"
 #include "ctl.h"
 
 static int no_args (struct ctl *ctl, int argc, char **argv)
@@ -205,4 +206,65 @@ int cmd_enable (struct ctl *ctl, int argc, char **argv)
 int cmd_disable (struct ctl *ctl, int argc, char **argv)
 {
     return set_enabled (ctl, argc, argv, false);
+}
+
+static void print_tier (const char *name, json_t *t)
+{
+    char a[32], b[32], c[32];
+    json_int_t cap = json_integer_value (json_object_get (t, "capacity"));
+
+    printf ("  %-7s %s\n", name,
+            json_string_value (json_object_get (t, "path")));
+    if (json_object_get (t, "pmem"))
+        printf ("          %s%s\n",
+                json_is_true (json_object_get (t, "pmem"))
+                ? "persistent memory (libpmem)" : "not persistent memory",
+                json_is_true (json_object_get (t, "emulated"))
+                ? ", DRAM-emulated (tmpfs)" : "");
+    printf ("          capacity %s, used %s, file system free %s\n",
+            cap ? tier_size_format ((uint64_t) cap, a, sizeof (a))
+                : "unlimited",
+            tier_size_format ((uint64_t) json_integer_value (
+                json_object_get (t, "used")), b, sizeof (b)),
+            tier_size_format ((uint64_t) json_integer_value (
+                json_object_get (t, "fs_free")), c, sizeof (c)));
+    if (json_object_get (t, "reserved"))
+        printf ("          reserved by running jobs %s\n",
+                tier_size_format ((uint64_t) json_integer_value (
+                    json_object_get (t, "reserved")), a, sizeof (a)));
+}
+
+int cmd_status (struct ctl *ctl, int argc, char **argv)
+{
+    json_t *res, *tiers, *jobs;
+
+    if (no_args (ctl, argc, argv) < 0)
+        return ctl_usage (ctl_cmd_find ("status"));
+    if (!(res = ctl_call (ctl, json_pack ("{s:s}", "op", "status"))))
+        return CTL_ERROR;
+    if (ctl->json) {
+        ctl_print_json (res);
+        json_decref (res);
+        return CTL_OK;
+    }
+    tiers = json_object_get (res, "tiers");
+    jobs = json_object_get (res, "jobs");
+    printf ("node %s: tierd %s, pid %lld, up %llds, tier %s\n",
+            json_string_value (json_object_get (res, "node")),
+            json_string_value (json_object_get (res, "version")),
+            (long long) json_integer_value (json_object_get (res, "pid")),
+            (long long) json_integer_value (json_object_get (res, "uptime")),
+            json_is_true (json_object_get (res, "enabled")) ? "enabled"
+                                                            : "disabled");
+    printf ("tiers:\n");
+    if (json_object_get (tiers, "nvdimm"))
+        print_tier ("nvdimm", json_object_get (tiers, "nvdimm"));
+    if (json_object_get (tiers, "bb"))
+        print_tier ("bb", json_object_get (tiers, "bb"));
+    printf ("jobs: %lld running, %lld registered\n",
+            (long long) json_integer_value (json_object_get (jobs, "running")),
+            (long long) json_integer_value (json_object_get (jobs,
+                                                             "registered")));
+    json_decref (res);
+    return CTL_OK;
 }

@@ -24,6 +24,10 @@ const struct ctl_cmd ctl_cmds[] = {
     { "ping", "[--json]", "ask the node's agent whether it runs",
       "Prints the agent's version, pid, uptime and whether tier is enabled\n"
       "on the node (-N NODE chooses the node).", cmd_ping },
+    { "status", "[--json]", "the node's agent, tiers and jobs",
+      "The agent's version and uptime; each tier with its path, whether it\n"
+      "is real persistent memory or emulated, capacity, use and\n"
+      "reservations; the jobs it knows.", cmd_status },
     { "jobs", "[--json]", "list the jobs the node's agent registered",
       "A user sees their own jobs; root and SlurmUser see all.  States:\n"
       "running, ended (its epilog ran), reconciled (it ended while the agent\n"

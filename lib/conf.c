@@ -51,6 +51,8 @@ static const struct conf_key keys[] = {
     { "LogLevel", CONF_LOGLEVEL, OFF (log_level), 0 },
     { "NvdimmDir", CONF_PATH_EMPTY, OFF (nvdimm_dir), 0 },
     { "NvdimmCapacity", CONF_SIZE, OFF (nvdimm_capacity), 0 },
+    { "ScratchDefaultSize", CONF_SIZE, OFF (scratch_default), 0 },
+    { "GfsRootSquash", CONF_BOOL, OFF (gfs_root_squash), 0 },
     { "BBDir", CONF_PATH_EMPTY, OFF (bb_dir), 0 },
     { "BBCapacity", CONF_SIZE, OFF (bb_capacity), 0 },
     { "AllowedRoots", CONF_PATHLIST, OFF (allowed_roots),

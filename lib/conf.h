@@ -28,7 +28,9 @@ struct tier_conf {
     char *log_file;             /* LogFile: "" = syslog */
     int log_level;              /* LogLevel */
     char *nvdimm_dir;           /* NvdimmDir: node-local scratch tier */
-    uint64_t nvdimm_capacity;   /* NvdimmCapacity */
+    uint64_t nvdimm_capacity;   /* NvdimmCapacity (0: no reservations) */
+    uint64_t scratch_default;   /* ScratchDefaultSize (0: NvdimmCapacity) */
+    bool gfs_root_squash;       /* GfsRootSquash: the GFS squashes root */
     char *bb_dir;               /* BBDir: burst buffer (shared by nodes) */
     uint64_t bb_capacity;       /* BBCapacity */
     char **allowed_roots;       /* AllowedRoots: comma-separated */

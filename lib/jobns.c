@@ -489,31 +489,44 @@ int tier_ns_run (const char *base, uint32_t job_id, tier_ns_fn fn, void *arg,
                            : "the namespace helper failed");
 }
 
+/* SIGKILL what is inside the namespace until nothing is, or wait_ms. */
+static int kill_inside (const char *base, uint32_t job_id, int wait_ms)
+{
+    static pid_t pids[TIER_NS_PIDS_MAX];
+    int64_t deadline = now_ms () + wait_ms;
+    int n;
+
+    while ((n = tier_ns_pids (base, job_id, pids, TIER_NS_PIDS_MAX)) > 0) {
+        for (int i = 0; i < n; i++)
+            if (pids[i] != getpid ())
+                (void) kill (pids[i], SIGKILL);
+        if (now_ms () >= deadline)
+            break;
+        {
+            struct timespec ts = { 0, 20 * 1000 * 1000 };
+            nanosleep (&ts, NULL);
+        }
+        /* a pid that was found may be gone now: count again */
+    }
+    return n < 0 ? 0 : n;
+}
+
+int tier_ns_kill (const char *base, uint32_t job_id, int wait_ms)
+{
+    return kill_inside (base, job_id, wait_ms);
+}
+
 static int teardown_locked (const char *base, uint32_t job_id, int wait_ms,
                             tier_error_t *error)
 {
-    static pid_t pids[TIER_NS_PIDS_MAX];
     char dir[PATH_MAX], holder[PATH_MAX];
-    int64_t deadline = now_ms () + wait_ms;
     int n, dfd;
 
     if (tier_ns_paths (base, job_id, dir, holder, sizeof (dir)) < 0)
         return tier_errprintf (error, "path too long");
     if (holder_live (holder)) {
         /* leftovers of the job (setsid'd daemons, stuck tasks) */
-        while ((n = tier_ns_pids (base, job_id, pids, TIER_NS_PIDS_MAX))
-               > 0) {
-            for (int i = 0; i < n; i++)
-                if (pids[i] != getpid ())
-                    (void) kill (pids[i], SIGKILL);
-            if (now_ms () >= deadline)
-                break;
-            {
-                struct timespec ts = { 0, 20 * 1000 * 1000 };
-                nanosleep (&ts, NULL);
-            }
-        }
-        if (n > 0) {
+        if ((n = kill_inside (base, job_id, wait_ms)) > 0) {
             errno = EBUSY;
             tier_errprintf (error, "job %u: %d process(es) still inside its "
                             "namespace; teardown deferred", job_id, n);
@@ -731,4 +744,80 @@ int tier_job_reclaim (const char *ns_base, const char *nvdimm_dir,
     rc = tier_rmtree_at (fd, name, error);
     close (fd);
     return rc;
+}
+
+int tier_tmpfs_mount (int targetfd, uint64_t size, tier_error_t *error)
+{
+    char buf[32];
+    int fs, mnt, rc = -1;
+
+    if ((fs = sys_fsopen ("tmpfs", FSOPEN_CLOEXEC)) < 0)
+        return tier_errprintf (error, "fsopen tmpfs: %s", strerror (errno));
+    (void) snprintf (buf, sizeof (buf), "%llu", (unsigned long long) size);
+    if ((size && sys_fsconfig (fs, FSCONFIG_SET_STRING, "size", buf, 0) < 0)
+        || sys_fsconfig (fs, FSCONFIG_SET_STRING, "mode", "0700", 0) < 0
+        || sys_fsconfig (fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+        tier_errprintf (error, "tmpfs: %s", strerror (errno));
+        goto out;
+    }
+    if ((mnt = sys_fsmount (fs, FSMOUNT_CLOEXEC,
+                            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0) {
+        tier_errprintf (error, "fsmount tmpfs: %s", strerror (errno));
+        goto out;
+    }
+    if (sys_move_mount (mnt, "", targetfd, "",
+                        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)
+        < 0)
+        tier_errprintf (error, "move_mount tmpfs: %s", strerror (errno));
+    else
+        rc = 0;
+    close (mnt);
+out:
+    close (fs);
+    return rc;
+}
+
+int tier_ns_write (const char *base, uint32_t job_id, const char *name,
+                   const char *text)
+{
+    char path[PATH_MAX];
+    size_t len = strlen (text);
+    int fd;
+
+    if (snprintf (path, sizeof (path), "%s/%u/%s", base, job_id, name)
+        >= (int) sizeof (path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    if ((fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC
+                    | O_NOFOLLOW, 0600)) < 0)
+        return -1;
+    if (write (fd, text, len) != (ssize_t) len) {
+        close (fd);
+        return -1;
+    }
+    close (fd);
+    return 0;
+}
+
+int tier_ns_read (const char *base, uint32_t job_id, const char *name,
+                  char *buf, size_t size)
+{
+    char path[PATH_MAX];
+    ssize_t n;
+    int fd;
+
+    if (snprintf (path, sizeof (path), "%s/%u/%s", base, job_id, name)
+        >= (int) sizeof (path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    if ((fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+        return -1;
+    n = read (fd, buf, size - 1);
+    close (fd);
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    return 0;
 }

@@ -65,10 +65,22 @@ int tier_ns_lock (const char *base, uint32_t job_id, tier_error_t *error);
 int tier_ns_mark (const char *base, uint32_t job_id, const char *name);
 bool tier_ns_marked (const char *base, uint32_t job_id, const char *name);
 
+/* A small root-only file in the job's directory (e.g. "scratch": the
+ * directories mounted, for the epilog). */
+int tier_ns_write (const char *base, uint32_t job_id, const char *name,
+                   const char *text);
+int tier_ns_read (const char *base, uint32_t job_id, const char *name,
+                  char *buf, size_t size);
+
 /* Processes inside the job's namespace (from /proc/PID/ns/mnt); returns
  * how many were found (up to max), -1 if the holder is gone.
  */
 int tier_ns_pids (const char *base, uint32_t job_id, pid_t *pids, int max);
+
+/* SIGKILL every process inside the namespace, waiting up to wait_ms for
+ * them to go; returns how many remain (the holder stays).
+ */
+int tier_ns_kill (const char *base, uint32_t job_id, int wait_ms);
 
 /* Tear the namespace down: kill what is still inside (SIGKILL, waiting up
  * to wait_ms for it to go), unmount the holder, remove the job's
@@ -106,6 +118,12 @@ int tier_rmtree_at (int dirfd, const char *name, tier_error_t *error);
  */
 int tier_ovl_mount (int lowerfd, int upperfd, int workfd, int targetfd,
                     tier_error_t *error);
+
+/* A tmpfs of size bytes (0: no limit), root 0700, nosuid,nodev, on top
+ * of targetfd: a job's reservation on a DRAM-emulated NVDIMM tier, so
+ * that writing past it gives ENOSPC there and nowhere else.
+ */
+int tier_tmpfs_mount (int targetfd, uint64_t size, tier_error_t *error);
 
 /* A read-only, nosuid, nodev bind of srcfd on top of targetfd. */
 int tier_bind_ro (int srcfd, int targetfd, tier_error_t *error);

@@ -29,31 +29,21 @@
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "lib/jobns.h"
 #include "lib/paths.h"
+#include "ns.h"
 #include "opts.h"
 #include "tier.h"
-
-#define GROUPS_MAX 256
-
-struct mount_ctx {
-    const struct tier_conf *conf;
-    uint32_t job_id;
-    uid_t uid;
-    gid_t gid;
-    gid_t groups[GROUPS_MAX];
-    int ngroups;
-    const char *scratch;        /* --tier-scratch items */
-};
 
 /* Credentials for file work on the user's behalf, in a single-threaded
  * child: fsuid/fsgid and the user's groups (root code never resolves a
  * user's path with root's rights).
  */
-static int as_user (const struct mount_ctx *m)
+int tier_as_user (const struct mount_ctx *m)
 {
     if (syscall (SYS_setgroups, m->ngroups, m->groups) < 0)
         return -1;
@@ -66,7 +56,7 @@ static int as_user (const struct mount_ctx *m)
     return 0;
 }
 
-static void as_root (void)
+void tier_as_root (void)
 {
     (void) setfsuid (0);
     (void) setfsgid (0);
@@ -130,8 +120,8 @@ static bool under_any (const char *path, const struct tier_conf *conf)
 /* Resolve dir as the user beneath its allowed root; returns an O_PATH
  * descriptor of a directory the user may write.
  */
-static int resolve_dir (const struct mount_ctx *m, const char *option,
-                        const char *dir, tier_error_t *error)
+int tier_resolve_dir (const struct mount_ctx *m, const char *option,
+                      const char *dir, tier_error_t *error)
 {
     const struct tier_conf *conf = m->conf;
     const char *root = NULL, *rel;
@@ -156,12 +146,12 @@ static int resolve_dir (const struct mount_ctx *m, const char *option,
                                "directories", option, norm);
     }
     rel = tier_path_strip (norm, root);
-    if (as_user (m) < 0)
+    if (tier_as_user (m) < 0)
         return tier_errprintf (error, "cannot take the user's credentials: "
                                "%s", strerror (errno));
     if ((rootfd = open (root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
         e = errno;
-        as_root ();
+        tier_as_root ();
         errno = e;
         return tier_errprintf (error, "%s: %s: %s", option, root,
                                strerror (e));
@@ -170,7 +160,7 @@ static int resolve_dir (const struct mount_ctx *m, const char *option,
     e = errno;
     close (rootfd);
     if (fd < 0) {
-        as_root ();
+        tier_as_root ();
         errno = e;
         if (e == EXDEV || e == ELOOP)
             return tier_errprintf (error, "%s: %s: a symlink or '..' leads "
@@ -183,24 +173,46 @@ static int resolve_dir (const struct mount_ctx *m, const char *option,
                  AT_EMPTY_PATH | AT_EACCESS) < 0) {
         e = errno;
         close (fd);
-        as_root ();
+        tier_as_root ();
         errno = e;
         return tier_errprintf (error, "%s: %s: you cannot write this "
                                "directory", option, norm);
     }
-    as_root ();
+    tier_as_root ();
     return fd;
 }
 
+/* Can root read the directory the user could?  A root-squashing GFS says
+ * no (the overlay, mounted by root, would then fail inside the job).
+ */
+static bool root_squashed (int lowerfd)
+{
+    char buf[4096];
+    int fd = openat (lowerfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    long n;
+
+    if (fd < 0)
+        return errno == EACCES || errno == EPERM;
+    n = syscall (SYS_getdents64, fd, buf, sizeof (buf));
+    close (fd);
+    return n < 0 && (errno == EACCES || errno == EPERM);
+}
+
+#define TMPFS_MAGIC_ 0x01021994
+
 /* One pipeline scratch overlay: lower = the GFS directory, upper/work =
  * NvdimmDir/JOBID/K/{upper,work}, the upper root mirroring the lower's
- * owner, group, mode and setgid bit.
+ * owner, group, mode and setgid bit.  On a DRAM-emulated tier (tmpfs),
+ * K is a tmpfs of its own with the item's size (else ScratchDefaultSize,
+ * else NvdimmCapacity), mounted inside the job's namespace only: the job
+ * gets ENOSPC past it, and it vanishes with the namespace.
  */
 static int mount_scratch (const struct mount_ctx *m, int k, const char *dir,
-                          tier_error_t *error)
+                          uint64_t size, tier_error_t *error)
 {
     char name[32];
     struct stat st;
+    struct statfs sf;
     int lowerfd = -1, rootfd = -1, jobfd = -1, kfd = -1, upfd = -1;
     int workfd = -1, rc = -1;
 
@@ -209,8 +221,14 @@ static int mount_scratch (const struct mount_ctx *m, int k, const char *dir,
         return tier_errprintf (error, "--tier-scratch: this node has no "
                                "NVDIMM tier (NvdimmDir is not set)");
     }
-    if ((lowerfd = resolve_dir (m, "--tier-scratch", dir, error)) < 0)
+    if ((lowerfd = tier_resolve_dir (m, "--tier-scratch", dir, error)) < 0)
         return -1;
+    if (m->conf->gfs_root_squash || root_squashed (lowerfd)) {
+        errno = EACCES;
+        tier_errprintf (error, "--tier-scratch: %s: the GFS squashes root, "
+                        "so a scratch view cannot be mounted over it", dir);
+        goto out;
+    }
     if (fstat (lowerfd, &st) < 0) {
         tier_errprintf (error, "%s: %s", dir, strerror (errno));
         goto out;
@@ -223,6 +241,16 @@ static int mount_scratch (const struct mount_ctx *m, int k, const char *dir,
     (void) snprintf (name, sizeof (name), "%d", k);
     if ((kfd = subdir (jobfd, name, 0700, error)) < 0)
         goto out;
+    if (fstatfs (rootfd, &sf) == 0 && (unsigned) sf.f_type == TMPFS_MAGIC_) {
+        if (!size)
+            size = m->conf->scratch_default ? m->conf->scratch_default
+                                            : m->conf->nvdimm_capacity;
+        if (tier_tmpfs_mount (kfd, size, error) < 0)
+            goto out;
+        close (kfd);
+        if ((kfd = subdir (jobfd, name, 0700, error)) < 0)
+            goto out;
+    }
     if ((workfd = subdir (kfd, "work", 0700, error)) < 0
         || (upfd = subdir (kfd, "upper", 0700, error)) < 0)
         goto out;
@@ -262,9 +290,26 @@ static int mount_all (void *arg, tier_error_t *error)
         char dir[PATH_MAX + 64];
         uint64_t size;
         if (tier_opt_split_size (item, dir, sizeof (dir), &size, error) < 0
-            || mount_scratch (m, k++, dir, error) < 0)
+            || mount_scratch (m, k++, dir, size, error) < 0)
             return -1;
     }
+    return 0;
+}
+
+int tier_mount_ctx_user (struct mount_ctx *m, uid_t uid, gid_t gid,
+                         tier_error_t *error)
+{
+    struct passwd pw, *pwp = NULL;
+    char buf[4096];
+
+    m->uid = uid;
+    m->gid = gid;
+    if (getpwuid_r (uid, &pw, buf, sizeof (buf), &pwp) != 0 || !pwp)
+        return tier_errprintf (error, "uid %u has no passwd entry",
+                               (unsigned) uid);
+    m->ngroups = TIER_GROUPS_MAX;
+    if (getgrouplist (pw.pw_name, gid, m->groups, &m->ngroups) < 0)
+        return tier_errprintf (error, "too many groups for %s", pw.pw_name);
     return 0;
 }
 
@@ -286,19 +331,15 @@ int tier_ns_setup (spank_t sp, tier_error_t *error)
     struct mount_ctx m = { .conf = tier.conf, .job_id = tier.job_id,
                            .scratch = tier.opts.scratch };
     const char *base = tier.conf->namespace_dir;
-    struct passwd pw, *pwp = NULL;
-    char buf[4096];
     int lockfd, rc = -1;
+    uid_t uid;
+    gid_t gid;
 
-    if (spank_get_item (sp, S_JOB_UID, &m.uid) != ESPANK_SUCCESS
-        || spank_get_item (sp, S_JOB_GID, &m.gid) != ESPANK_SUCCESS)
+    if (spank_get_item (sp, S_JOB_UID, &uid) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
         return tier_errprintf (error, "cannot read the job's owner");
-    if (getpwuid_r (m.uid, &pw, buf, sizeof (buf), &pwp) != 0 || !pwp)
-        return tier_errprintf (error, "uid %u has no passwd entry",
-                               (unsigned) m.uid);
-    m.ngroups = GROUPS_MAX;
-    if (getgrouplist (pw.pw_name, m.gid, m.groups, &m.ngroups) < 0)
-        return tier_errprintf (error, "too many groups for %s", pw.pw_name);
+    if (tier_mount_ctx_user (&m, uid, gid, error) < 0)
+        return -1;
     if (tier_ns_base_prepare (base, error) < 0
         || tier_ns_create (base, m.job_id, m.uid, false, error) < 0)
         return -1;
@@ -311,6 +352,7 @@ int tier_ns_setup (spank_t sp, tier_error_t *error)
                         "this node (see the first step's message)");
     else if (tier_ns_run (base, m.job_id, mount_all, &m, error) == 0) {
         (void) tier_ns_mark (base, m.job_id, "ready");
+        (void) tier_ns_write (base, m.job_id, "scratch", m.scratch);
         rc = 0;
     }
     else

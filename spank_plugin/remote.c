@@ -19,6 +19,7 @@
 #include "config.h"
 #endif
 #include <errno.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,6 +75,20 @@ static void opts_json (struct tier_jw *w)
     tier_jw_obj_end (w);
 }
 
+/* The sum of the sizes given with --tier-scratch=DIR:SIZE. */
+static uint64_t scratch_reserve (void)
+{
+    char item[PATH_MAX + 64], dir[PATH_MAX + 64];
+    const char *p = tier.opts.scratch;
+    uint64_t sum = 0, size;
+    tier_error_t e;
+
+    while ((p = tier_opt_next_item (p, item, sizeof (item))))
+        if (tier_opt_split_size (item, dir, sizeof (dir), &size, &e) == 0)
+            sum += size;
+    return sum;
+}
+
 static int get_u32 (spank_t sp, spank_item_t item, uint32_t *v)
 {
     return spank_get_item (sp, item, v) == ESPANK_SUCCESS ? 0 : -1;
@@ -124,6 +139,7 @@ static int register_job (spank_t sp, tier_error_t *error)
     tier_jw_uint (&w, "uid", uid);
     tier_jw_uint (&w, "gid", gid);
     tier_jw_str (&w, "user", pw.pw_name);
+    tier_jw_uint (&w, "scratch_reserve", scratch_reserve ());
     opts_json (&w);
     if (tier_jw_finish (&w) < 0)
         return tier_errprintf (error, "registration too large");
@@ -131,6 +147,17 @@ static int register_job (spank_t sp, tier_error_t *error)
                          agent_timeout_ms, error) < 0)
         return -1;
     (void) tier_jr_get_bool (reply, strlen (reply), "enabled", &enabled);
+    {
+        bool ok = true;
+        if (tier_jr_get_bool (reply, strlen (reply), "scratch_ok", &ok) == 0
+            && !ok) {
+            tier.scratch_denied = 1;
+            if (tier_jr_get_str (reply, strlen (reply), "scratch_error",
+                                 tier.ns_error, sizeof (tier.ns_error)) < 0)
+                (void) snprintf (tier.ns_error, sizeof (tier.ns_error),
+                                 "the scratch reservation was refused");
+        }
+    }
     free (reply);
     if (!enabled) {
         errno = EPERM;
@@ -162,7 +189,7 @@ int tier_remote_init_post_opt (spank_t sp)
         || register_job (sp, &error) < 0)
         goto fail;
     tier.agent_ok = 1;
-    if (tier_ns_wanted ()) {
+    if (tier_ns_wanted () && !tier.scratch_denied) {
         if (tier_ns_setup (sp, &error) == 0)
             tier.ns_ok = 1;
         else {
@@ -262,8 +289,47 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
     return 0;
 }
 
+#define BATCH_STEP 0xfffffffbU
+
+int slurm_spank_task_exit (spank_t sp, int ac, char **av)
+{
+    uint32_t step = 0;
+    int status = 0;
+
+    if (spank_context () != S_CTX_REMOTE || !tier.ns_ok)
+        return 0;
+    if (spank_get_item (sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS
+        && step == BATCH_STEP
+        && spank_get_item (sp, S_TASK_EXIT_STATUS, &status) == ESPANK_SUCCESS)
+        tier.batch_status = status ? 1 : 0;
+    return 0;
+}
+
 int slurm_spank_exit (spank_t sp, int ac, char **av)
 {
+    uint32_t step = 0;
+
+    /* Tell the user where pipeline data will be kept: the batch step's
+     * exit still reaches its stderr (the copy itself runs in the epilog,
+     * on every node of the job). */
+    if (spank_context () == S_CTX_REMOTE && tier.ns_ok
+        && spank_get_item (sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS
+        && step == BATCH_STEP
+        && (tier.opts.keep == TIER_KEEP_ALWAYS
+            || (tier.opts.keep == TIER_KEEP_ON_FAILURE
+                && tier.batch_status == 1))) {
+        char item[PATH_MAX + 64], dir[PATH_MAX + 64];
+        const char *p = tier.opts.scratch;
+        uint64_t size;
+        tier_error_t e;
+        while ((p = tier_opt_next_item (p, item, sizeof (item))))
+            if (tier_opt_split_size (item, dir, sizeof (dir), &size, &e) == 0)
+                slurm_spank_log ("tier: --tier-keep=%s: the pipeline data of "
+                                 "%s is kept in %s/.tier-kept/%u/NODE/ for "
+                                 "each node of the job",
+                                 tier_opt_keep_name (tier.opts.keep), dir,
+                                 dir, tier.job_id);
+    }
     if (tier.conf) {
         tier_conf_destroy (tier.conf);
         tier.conf = NULL;

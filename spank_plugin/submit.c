@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -228,4 +229,79 @@ int tier_submit_is_array (void)
     free (argv);
     free (buf);
     return rc;
+}
+
+/* The minimum of a node count "N" or "N-M" (0 if not a count). */
+static long min_nodes (const char *v)
+{
+    char *end;
+    long n = strtol (v, &end, 10);
+
+    if (end == v || n < 0)
+        return 0;
+    return n;
+}
+
+/* -N/--nodes in a word list (argv or one #SBATCH line's words). */
+static long words_nodes (int argc, char *const argv[])
+{
+    long n = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strncmp (a, "--nodes=", 8))
+            n = min_nodes (a + 8);
+        else if (!strcmp (a, "--nodes") && i + 1 < argc)
+            n = min_nodes (argv[++i]);
+        else if (!strcmp (a, "-N") && i + 1 < argc)
+            n = min_nodes (argv[++i]);
+        else if (!strncmp (a, "-N", 2) && a[2])
+            n = min_nodes (a + 2);
+    }
+    return n;
+}
+
+long tier_submit_nodes (void)
+{
+    const char *env = getenv ("SBATCH_NNODES");
+    char *buf = NULL, **argv = NULL;
+    int argc;
+    long n = 0;
+
+    if (env)
+        n = min_nodes (env);
+    if ((argc = tier_self_argv (&buf, &argv)) > 0) {
+        int script, wrap;
+        long m;
+
+        (void) tier_sbatch_argv_array (argc, argv, &script, &wrap);
+        /* the submit command's own options, before the script */
+        if ((m = words_nodes (script > 0 ? script : argc, argv)) > 0)
+            n = m;
+        else if (script > 0) {
+            /* #SBATCH -N lines of the script */
+            FILE *f = fopen (argv[script], "re");
+            char line[4096];
+            while (f && fgets (line, sizeof (line), f)) {
+                char *w[64];
+                int nw = 1;
+                if (line[0] != '#' || strncmp (line, "#SBATCH", 7)) {
+                    if (line[0] == '#' || line[0] == '\n')
+                        continue;
+                    break;
+                }
+                w[0] = "x";
+                for (char *t = strtok (line + 7, " \t\n"); t && nw < 64;
+                     t = strtok (NULL, " \t\n"))
+                    w[nw++] = t;
+                if ((m = words_nodes (nw, w)) > 0)
+                    n = m;
+            }
+            if (f)
+                fclose (f);
+        }
+    }
+    free (argv);
+    free (buf);
+    return n;
 }

@@ -29,4 +29,9 @@ int tier_self_argv (char **buf, char ***argv);
 /* 1 = an array job, 0 = not, -1 = cannot tell (script on stdin). */
 int tier_submit_is_array (void);
 
+/* The (minimum) node count asked for at submit: -N/--nodes on the
+ * command line, in #SBATCH lines, or SBATCH_NNODES; 0 if none.
+ */
+long tier_submit_nodes (void);
+
 #endif /* !TIER_SPANK_SUBMIT_H */

@@ -16,10 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 
 #include "lib/jobns.h"
 #include "args.h"
+#include "keep.h"
 #include "opts.h"
 #include "spawn.h"
 #include "submit.h"
@@ -191,7 +193,43 @@ int slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
         slurm_error ("tier: %s", error.text);
         return -1;
     }
+    /* pipeline views are per node: say so for multi-node jobs */
+    if (tier.opts.scratch[0]) {
+        long nodes = tier_submit_nodes ();
+        const char *nn = getenv ("SLURM_NNODES");
+        if (ctx == S_CTX_LOCAL && nodes == 0 && nn)
+            nodes = strtol (nn, NULL, 10);
+        if (nodes > 1)
+            fprintf (stderr, "%s: warning: tier: --tier-scratch gives each of "
+                     "the %ld nodes its own private view: a file written on "
+                     "one node is not visible on the others\n",
+                     program_invocation_short_name, nodes);
+    }
     return 0;
+}
+
+/* Did the job fail?  From the job record (one RPC per job and node, in
+ * the epilog only): the batch script's exit status, or a failed state.
+ * If slurmctld cannot tell, the data is kept (losing it would be worse).
+ */
+bool tier_job_failed (uint32_t job_id)
+{
+    job_info_msg_t *msg = NULL;
+    bool failed = true;
+
+    if (slurm_load_job (&msg, job_id, SHOW_ALL) != SLURM_SUCCESS || !msg)
+        return true;
+    for (uint32_t i = 0; i < msg->record_count; i++) {
+        job_info_t *j = &msg->job_array[i];
+        uint32_t base = j->job_state & JOB_STATE_BASE;
+        if (j->job_id != job_id)
+            continue;
+        failed = j->exit_code != 0
+                 || (base != JOB_RUNNING && base != JOB_COMPLETE
+                     && base != JOB_PENDING);
+    }
+    slurm_free_job_info_msg (msg);
+    return failed;
 }
 
 /* Fill tier.opts from spank_option_getopt (JOB_SCRIPT context, where the
@@ -253,7 +291,7 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
     tier_error_t error;
     struct tier_conf *conf;
     uint32_t job_id = 0;
-    char body[128], *reply = NULL;
+    char body[512], *reply = NULL;
 
     if (tier_args_parse (ac, av, &tier.args, &error) < 0)
         return 0;
@@ -266,6 +304,40 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
         slurm_error ("tier: epilog: %s", error.text);
         return 0;
     }
+    /* what the job left in scratch; kept on the GFS if asked */
+    {
+        static char scratch[TIER_OPT_VALUE_MAX];
+        struct tier_scratch_stats st = { 0 };
+        uid_t uid = 0;
+        gid_t gid = 0;
+        bool keep = false;
+
+        if (tier_ns_read (conf->namespace_dir, job_id, "scratch", scratch,
+                          sizeof (scratch)) == 0 && scratch[0]
+            && spank_get_item (sp, S_JOB_UID, &uid) == ESPANK_SUCCESS
+            && spank_get_item (sp, S_JOB_GID, &gid) == ESPANK_SUCCESS) {
+            if (tier.opts.keep == TIER_KEEP_ALWAYS)
+                keep = true;
+            else if (tier.opts.keep == TIER_KEEP_ON_FAILURE)
+                keep = tier_job_failed (job_id);
+            if (tier_scratch_finish (conf, job_id, uid, gid, scratch, keep,
+                                     &st, &error) < 0)
+                slurm_error ("tier: epilog of job %u: %s", job_id,
+                             error.text);
+            if (keep)
+                slurm_info ("tier: job %u: kept %llu files of pipeline data "
+                            "under .tier-kept/%u/%s/", job_id,
+                            (unsigned long long) st.kept_files, job_id,
+                            conf->node);
+        }
+        (void) snprintf (body, sizeof (body),
+                         "{\"op\":\"job.end\",\"job_id\":%u,"
+                         "\"scratch_files\":%llu,\"scratch_bytes\":%llu,"
+                         "\"copyups\":%llu}", job_id,
+                         (unsigned long long) st.files,
+                         (unsigned long long) st.bytes,
+                         (unsigned long long) st.copyups);
+    }
     /* the namespace and the job's tier data; if something is still
      * inside, the agent retries once it is gone */
     {
@@ -274,8 +346,6 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
         if (rc != 0)
             slurm_error ("tier: epilog of job %u: %s", job_id, error.text);
     }
-    (void) snprintf (body, sizeof (body),
-                     "{\"op\":\"job.end\",\"job_id\":%u}", job_id);
     if (tier_agent_call (conf, body, &reply, (int) conf->agent_timeout_ms,
                          &error) < 0) {
         if (errno == ENOENT && strstr (error.text, "not registered"))

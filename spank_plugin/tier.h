@@ -29,6 +29,8 @@ struct tier_plugin {
     uint32_t batch_id;          /* array job id, or the job id */
     int is_array;
     int ns_ok;                  /* the job's namespace is ready to join */
+    int scratch_denied;         /* the agent refused the reservation */
+    int batch_status;           /* batch script: 1 failed, 0 ok */
     char ns_error[600];         /* why not */
 };
 
@@ -42,6 +44,8 @@ enum tier_cache_mode tier_effective_mode (void);
 /* remote.c: slurmstepd */
 int tier_remote_init_post_opt (spank_t sp);
 struct tier_conf *tier_load_conf (tier_error_t *error);
+
+bool tier_job_failed (uint32_t job_id);
 
 /* ns.c: the job's mount namespace */
 bool tier_ns_wanted (void);

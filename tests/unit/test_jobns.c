@@ -151,13 +151,24 @@ static void test_rmtree (void **state)
     snprintf (cmd, sizeof (cmd), "mkdir -p %s/m/mnt", data);
     assert_int_equal (system (cmd), 0);
     snprintf (cmd, sizeof (cmd), "%s/m/mnt", data);
-    if (unshare (CLONE_NEWNS) == 0
-        && mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0
-        && mount ("tmpfs", cmd, "tmpfs", 0, "size=64k") == 0) {
-        assert_int_equal (tier_rmtree_at (fd, "m", &error), -1);
-        assert_int_equal (errno, EBUSY);
-        assert_int_equal (access (cmd, F_OK), 0);
-        umount (cmd);
+    {
+        /* in a child with a private namespace, so the tests stay in ours */
+        pid_t pid = fork ();
+        int status;
+        if (pid == 0) {
+            if (unshare (CLONE_NEWNS) < 0
+                || mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0
+                || mount ("tmpfs", cmd, "tmpfs", 0, "size=64k") < 0)
+                _exit (2);
+            if (tier_rmtree_at (fd, "m", &error) != -1 || errno != EBUSY
+                || access (cmd, F_OK) < 0)
+                _exit (1);
+            _exit (0);
+        }
+        assert_true (pid > 0);
+        waitpid (pid, &status, 0);
+        assert_true (WIFEXITED (status));
+        assert_int_equal (WEXITSTATUS (status), 0);
     }
     close (fd);
 }
@@ -220,8 +231,9 @@ static void test_overlay (void **state)
     snprintf (cmd, sizeof (cmd), "mkdir -p '%s' && echo old > '%s/old'",
               lower, lower);
     assert_int_equal (system (cmd), 0);
-    assert_int_equal (tier_ns_base_prepare (base, &error), 0);
-    assert_int_equal (tier_ns_create (base, 90, 0, true, &error), 0);
+    if (tier_ns_base_prepare (base, &error) < 0
+        || tier_ns_create (base, 90, 0, true, &error) < 0)
+        fail_msg ("%s", error.text);
     if (tier_ns_run (base, 90, do_overlay, lower, &error) < 0)
         fail_msg ("%s", error.text);
     if (tier_ns_run (base, 90, check_overlay, lower, &error) < 0)
@@ -267,8 +279,9 @@ static void test_bind_ro (void **state)
     snprintf (cmd, sizeof (cmd), "mkdir -p %s/src %s/dst && "
               "echo r > %s/src/replica", top, data, top);
     assert_int_equal (system (cmd), 0);
-    assert_int_equal (tier_ns_base_prepare (base, &error), 0);
-    assert_int_equal (tier_ns_create (base, 91, 0, true, &error), 0);
+    if (tier_ns_base_prepare (base, &error) < 0
+        || tier_ns_create (base, 91, 0, true, &error) < 0)
+        fail_msg ("%s", error.text);
     if (tier_ns_run (base, 91, do_bind, NULL, &error) < 0)
         fail_msg ("%s", error.text);
     assert_int_equal (tier_ns_teardown (base, 91, 100, &error), 0);

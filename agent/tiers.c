@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* tiers.c - the node's tiers: their roots, what they are, how full
+ *
+ * At start the agent makes each tier root (root 0700; a symlink or a
+ * directory made by someone else is refused, since /dev/shm and /tmp are
+ * world-writable) and asks libpmem whether the NVDIMM tier is real
+ * persistent memory: pmem_is_pmem() on a mapped probe file.  A
+ * DRAM-emulated tier (tmpfs) works the same and says so.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <libpmem.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+#include "agent.h"
+
+#define TMPFS_MAGIC_ 0x01021994
+
+static int tier_root (const char *path)
+{
+    char tmp[4096];
+    struct stat st;
+
+    (void) snprintf (tmp, sizeof (tmp), "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            (void) mkdir (tmp, 0755);
+            *p = '/';
+        }
+    }
+    if (mkdir (path, 0700) < 0 && errno != EEXIST)
+        return -1;
+    if (lstat (path, &st) < 0)
+        return -1;
+    if (!S_ISDIR (st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
+        errno = EPERM;
+        return -1;
+    }
+    return 0;
+}
+
+void tiers_init (struct agent *a)
+{
+    const char *nv = a->conf->nvdimm_dir;
+    char probe[4200];
+    struct statfs sf;
+    size_t len = 0;
+    int is_pmem = 0;
+    void *addr;
+
+    a->nvdimm_ok = false;
+    if (nv[0]) {
+        if (tier_root (nv) < 0)
+            tier_log_error ("NvdimmDir %s (must be a root-owned directory "
+                            "with mode 0700)", nv);
+        else {
+            a->nvdimm_ok = true;
+            (void) snprintf (probe, sizeof (probe), "%s/.tier-pmem-probe", nv);
+            (void) unlink (probe);
+            if ((addr = pmem_map_file (probe, 4096, PMEM_FILE_CREATE, 0600,
+                                       &len, &is_pmem))) {
+                a->nvdimm_pmem = is_pmem != 0;
+                pmem_unmap (addr, len);
+            }
+            else
+                tier_log (LOG_WARNING, "NvdimmDir %s: pmem_map_file: %s", nv,
+                          pmem_errormsg ());
+            (void) unlink (probe);
+            a->nvdimm_tmpfs = statfs (nv, &sf) == 0
+                              && (unsigned) sf.f_type == TMPFS_MAGIC_;
+            tier_log (LOG_INFO, "NVDIMM tier %s: %s%s", nv,
+                      a->nvdimm_pmem ? "persistent memory"
+                                     : "not persistent memory",
+                      a->nvdimm_tmpfs ? " (DRAM-emulated, tmpfs)" : "");
+        }
+    }
+    if (a->conf->bb_dir[0] && tier_root (a->conf->bb_dir) < 0)
+        tier_log_error ("BBDir %s (must be a root-owned directory with mode "
+                        "0700)", a->conf->bb_dir);
+}
+
+static json_t *fs_json (const char *path, uint64_t capacity)
+{
+    struct statfs sf;
+    json_t *o = json_pack ("{s:s s:I}", "path", path, "capacity",
+                           (json_int_t) capacity);
+
+    if (o && statfs (path, &sf) == 0) {
+        json_object_set_new (o, "fs_size", json_integer ((json_int_t)
+                             ((uint64_t) sf.f_blocks * sf.f_bsize)));
+        json_object_set_new (o, "fs_free", json_integer ((json_int_t)
+                             ((uint64_t) sf.f_bavail * sf.f_bsize)));
+        json_object_set_new (o, "used", json_integer ((json_int_t)
+                             ((uint64_t) (sf.f_blocks - sf.f_bfree)
+                              * sf.f_bsize)));
+    }
+    return o;
+}
+
+json_t *tiers_json (struct agent *a)
+{
+    json_t *o = json_object (), *nv;
+
+    if (!o)
+        return NULL;
+    if (a->conf->nvdimm_dir[0] && (nv = fs_json (a->conf->nvdimm_dir,
+                                                 a->conf->nvdimm_capacity))) {
+        json_object_set_new (nv, "ok", json_boolean (a->nvdimm_ok));
+        json_object_set_new (nv, "pmem", json_boolean (a->nvdimm_pmem));
+        json_object_set_new (nv, "emulated", json_boolean (a->nvdimm_tmpfs));
+        json_object_set_new (nv, "reserved",
+                             json_integer ((json_int_t) agent_reserved (a)));
+        json_object_set_new (o, "nvdimm", nv);
+    }
+    if (a->conf->bb_dir[0])
+        json_object_set_new (o, "bb", fs_json (a->conf->bb_dir,
+                                               a->conf->bb_capacity));
+    return o;
+}

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* keep.c - at job end: count what the job left in its scratch, and keep it
+ * on the GFS when --tier-keep says so.
+ *
+ * Runs in the epilog after the processes left in the job's namespace are
+ * killed and before the namespace goes.  For each scratch directory a
+ * forked child resolves DIR as the user on the host (the real GFS
+ * directory, not the overlay), joins the job's namespace to open the
+ * upper layer (a tmpfs that exists only there), then drops to the user's
+ * credentials for good and copies the upper layer to
+ * DIR/.tier-kept/JOBID/NODE/ with the copy engine: never replacing a GFS
+ * file, whiteouts and other special files skipped.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/copy.h"
+#include "lib/jobns.h"
+#include "keep.h"
+#include "ns.h"
+#include "opts.h"
+
+/* Walk the upper layer: regular files and their bytes; a file whose path
+ * also exists in the lower was copied up from the GFS.
+ */
+static void count_tree (int dirfd, int lowerfd, int depth,
+                        struct tier_scratch_stats *st)
+{
+    struct dirent *de;
+    DIR *d;
+    int fd = dup (dirfd);
+
+    if (fd < 0 || depth > 64 || !(d = fdopendir (fd))) {
+        if (fd >= 0)
+            close (fd);
+        return;
+    }
+    while ((de = readdir (d))) {
+        struct stat sb, lb;
+        if (!strcmp (de->d_name, ".") || !strcmp (de->d_name, ".."))
+            continue;
+        if (fstatat (dirfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (S_ISREG (sb.st_mode)) {
+            st->files++;
+            st->bytes += sb.st_size;
+            if (lowerfd >= 0
+                && fstatat (lowerfd, de->d_name, &lb, AT_SYMLINK_NOFOLLOW)
+                   == 0 && S_ISREG (lb.st_mode))
+                st->copyups++;
+        }
+        else if (S_ISDIR (sb.st_mode)) {
+            int sub = openat (dirfd, de->d_name, O_RDONLY | O_DIRECTORY
+                              | O_NOFOLLOW | O_CLOEXEC);
+            int lsub = lowerfd >= 0
+                       ? openat (lowerfd, de->d_name, O_PATH | O_DIRECTORY
+                                 | O_NOFOLLOW | O_CLOEXEC) : -1;
+            if (sub >= 0) {
+                count_tree (sub, lsub, depth + 1, st);
+                close (sub);
+            }
+            if (lsub >= 0)
+                close (lsub);
+        }
+    }
+    closedir (d);
+}
+
+static int set_user_groups (const struct mount_ctx *m)
+{
+    return setgroups ((size_t) m->ngroups, m->groups);
+}
+
+/* Create name beneath dirfd (as the user); EEXIST is fine if allowed. */
+static int user_subdir (int dirfd, const char *name, bool may_exist,
+                        tier_error_t *error)
+{
+    int fd;
+
+    if (mkdirat (dirfd, name, 0755) < 0
+        && !(errno == EEXIST && may_exist))
+        return tier_errprintf (error, "%s: %s", name, strerror (errno));
+    if ((fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                      | O_CLOEXEC)) < 0)
+        return tier_errprintf (error, "%s: %s", name, strerror (errno));
+    return fd;
+}
+
+struct child_report {
+    struct tier_scratch_stats st;
+    int kept_ok;
+    char error[TIER_ERROR_MAX];
+};
+
+static void child (const struct mount_ctx *m, int k, const char *dir,
+                   bool keep, int wfd)
+{
+    struct child_report r;
+    tier_error_t e = { { 0 } };
+    char path[PATH_MAX];
+    int lowerfd = -1, upfd = -1;
+
+    memset (&r, 0, sizeof (r));
+    /* the real GFS directory, as the user, on the host */
+    if ((lowerfd = tier_resolve_dir (m, "--tier-scratch", dir, &e)) < 0)
+        goto report;
+    if (tier_ns_enter (m->conf->namespace_dir, m->job_id, &e) < 0)
+        goto report;
+    (void) snprintf (path, sizeof (path), "%s/%u/%d/upper",
+                     m->conf->nvdimm_dir, m->job_id, k);
+    if ((upfd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                      | O_CLOEXEC)) < 0) {
+        if (errno != ENOENT)
+            tier_errprintf (&e, "%s: %s", path, strerror (errno));
+        goto report;                    /* nothing was mounted there */
+    }
+    count_tree (upfd, lowerfd, 0, &r.st);
+    if (keep && r.st.files > 0) {
+        struct tier_copy_opts opts = {
+            .flags = TIER_COPY_NOREPLACE | TIER_COPY_KEEP_GOING,
+            .threads = 2,
+        };
+        struct tier_copy_result res;
+        char name[32];
+        int kept, jfd, nfd;
+
+        /* for good: nothing below runs with root's rights */
+        if (set_user_groups (m) < 0 || setresgid (m->gid, m->gid,
+                                                         m->gid) < 0
+            || setresuid (m->uid, m->uid, m->uid) < 0) {
+            tier_errprintf (&e, "cannot drop to uid %u", (unsigned) m->uid);
+            goto report;
+        }
+        if ((kept = user_subdir (lowerfd, ".tier-kept", true, &e)) < 0)
+            goto report;
+        (void) snprintf (name, sizeof (name), "%u", m->job_id);
+        jfd = user_subdir (kept, name, true, &e);
+        close (kept);
+        if (jfd < 0)
+            goto report;
+        nfd = user_subdir (jfd, m->conf->node, false, &e);
+        close (jfd);
+        if (nfd < 0)
+            goto report;
+        memset (&res, 0, sizeof (res));
+        if (tier_copy_tree (upfd, nfd, &opts, &res, &e) == 0)
+            r.kept_ok = 1;
+        r.st.kept_files = res.files;
+        r.st.kept_bytes = res.bytes;
+        close (nfd);
+    }
+report:
+    if (e.text[0])
+        (void) snprintf (r.error, sizeof (r.error), "%s", e.text);
+    if (write (wfd, &r, sizeof (r)) != (ssize_t) sizeof (r)) {
+        /* the parent sees a short read */
+    }
+    _exit (e.text[0] ? 1 : 0);
+}
+
+int tier_scratch_finish (const struct tier_conf *conf, uint32_t job_id,
+                         uid_t uid, gid_t gid, const char *scratch, bool keep,
+                         struct tier_scratch_stats *st, tier_error_t *error)
+{
+    struct mount_ctx m = { .conf = conf, .job_id = job_id,
+                           .scratch = scratch };
+    char item[PATH_MAX + 64];
+    const char *p = scratch;
+    int k = 0, rc = 0;
+
+    memset (st, 0, sizeof (*st));
+    if (!scratch || !*scratch || !tier_ns_exists (conf->namespace_dir,
+                                                  job_id))
+        return 0;
+    if (tier_mount_ctx_user (&m, uid, gid, error) < 0)
+        return -1;
+    /* nothing may write while we look */
+    (void) tier_ns_kill (conf->namespace_dir, job_id, 2000);
+    while ((p = tier_opt_next_item (p, item, sizeof (item)))) {
+        char dir[PATH_MAX + 64];
+        struct child_report r;
+        uint64_t size;
+        tier_error_t e;
+        int pfd[2], status;
+        ssize_t n;
+        pid_t pid;
+
+        if (tier_opt_split_size (item, dir, sizeof (dir), &size, &e) < 0) {
+            k++;
+            continue;
+        }
+        if (pipe2 (pfd, O_CLOEXEC) < 0)
+            return tier_errprintf (error, "pipe: %s", strerror (errno));
+        if ((pid = fork ()) < 0) {
+            close (pfd[0]);
+            close (pfd[1]);
+            return tier_errprintf (error, "fork: %s", strerror (errno));
+        }
+        if (pid == 0) {
+            close (pfd[0]);
+            child (&m, k, dir, keep, pfd[1]);
+        }
+        close (pfd[1]);
+        memset (&r, 0, sizeof (r));
+        n = read (pfd[0], &r, sizeof (r));
+        close (pfd[0]);
+        while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        if (n == (ssize_t) sizeof (r)) {
+            st->files += r.st.files;
+            st->bytes += r.st.bytes;
+            st->copyups += r.st.copyups;
+            st->kept_files += r.st.kept_files;
+            st->kept_bytes += r.st.kept_bytes;
+            if (r.error[0]) {
+                tier_errprintf (error, "%s", r.error);
+                rc = -1;
+            }
+        }
+        else {
+            tier_errprintf (error, "keeping %s: the helper died", dir);
+            rc = -1;
+        }
+        k++;
+    }
+    return rc;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* ns.h - what ns.c and keep.c share: the user's credentials and the
+ * resolution of a user's directory (libc only) */
+#ifndef TIER_SPANK_NS_H
+#define TIER_SPANK_NS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lib/conf.h"
+#include "lib/error.h"
+
+#define TIER_GROUPS_MAX 256
+
+struct mount_ctx {
+    const struct tier_conf *conf;
+    uint32_t job_id;
+    uid_t uid;
+    gid_t gid;
+    gid_t groups[TIER_GROUPS_MAX];
+    int ngroups;
+    const char *scratch;        /* --tier-scratch items */
+};
+
+/* Fill uid, gid and the user's groups (before forking: NSS lookups). */
+int tier_mount_ctx_user (struct mount_ctx *m, uid_t uid, gid_t gid,
+                         tier_error_t *error);
+
+/* In a single-threaded child: take the user's fs credentials and groups,
+ * and give them back.
+ */
+int tier_as_user (const struct mount_ctx *m);
+void tier_as_root (void);
+
+/* Resolve dir as the user beneath its allowed root: an O_PATH descriptor
+ * of a directory the user may write, or -1 with a message naming option.
+ */
+int tier_resolve_dir (const struct mount_ctx *m, const char *option,
+                      const char *dir, tier_error_t *error);
+
+#endif /* !TIER_SPANK_NS_H */
