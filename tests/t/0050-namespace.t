@@ -149,5 +149,14 @@ test_expect_success 'the agent reclaims a namespace an epilog could not tear dow
     test ! -e $NV/n3/$id &&
     grep -q "job $id: namespace and tier data reclaimed" $CLUSTER/log/tierd-n3.log
 '
+test_expect_success 'a requeued job (same id) gets a fresh namespace' '
+    id=$(as_alice sbatch --parsable -w n2 --requeue --open-mode=append --tier-scratch=$H/runs -o $OUT/rq.out \
+        --wrap "if [ -e $H/runs/marker ]; then echo SEEN; else echo FRESH; fi; touch $H/runs/marker; touch $OUT/rq-\$SLURM_RESTART_COUNT; sleep 4") &&
+    wait_for 30 test -e $OUT/rq- &&
+    scontrol requeue $id && sleep 1 && scontrol update jobid=$id starttime=now &&
+    wait_for 120 test -e $OUT/rq-1 && wait_for 60 job_done $id &&
+    cat $OUT/rq.out && test "$(grep -c FRESH $OUT/rq.out)" = 2 && ! grep -q SEEN $OUT/rq.out &&
+    test ! -e $H/runs/marker
+'
 test_expect_success 'no node was drained' 'no_drain'
 test_done
