@@ -95,3 +95,21 @@ put("opts", [
     b"\x07\x07/a/../b,%%,%j%u%x%N%n%10A\\x\x00..\x00\x00/",
     b"\x03\x80required\x00--\x00-N\x002\x00--arr=2",
 ])
+
+put("names", [
+    b"\x10slurmstepd: [12.batch]",
+    b"\x03slurmstepd: [4294967295.extern]",
+    b"\x20slurmstepd: [7.0+1]",
+    b"\x20slurmstepd: [0.batch]",
+    b"\x01alice",
+    b"\x01..",
+    b"\x01info",
+    b"\x01batch",
+])
+
+put("evt", [
+    b"run,node,seconds\nr1,n1,10.5\nr1,n2,11\n\"r2\",\"n1\",3e1\n",
+    b"# comment\nNODE,Seconds,Run,extra\nn1,1,a,x\n\nn2,2,a,y\n",
+    b"run,node,seconds\nr1,n1,-1\nr1,n1,nan\n",
+    b"run,node\nr1,n1\n",
+])

@@ -3,12 +3,13 @@ test_description='fuzz every parser for a bounded time (libFuzzer, ASan, UBSan)'
 . "$(dirname "$0")/../lib/tap.sh"
 
 # Each tests/fuzz/fuzz_<name>.c is built with clang from the sources in
-# $TIER_SRCDIR and run for TIER_FUZZ_SECONDS (default 15) from its seed
-# corpus tests/fuzz/corpus/<name>/ (read only: new inputs go to the trash
-# directory).  A crash, a leak, an ASan or UBSan report or a failed check
-# fails the test; the input that did it is kept in the trash directory.
-# Under TIER_SKIP_INTEGRATION=1 (make distcheck from tests/run) the
-# default is 2 s: the main build fuzzed already.
+# $TIER_SRCDIR and run from its seed corpus tests/fuzz/corpus/<name>/
+# (read only: new inputs go to the trash directory) for TIER_FUZZ_SECONDS
+# (default 13; the small targets names and evt get a third of it), about
+# 75 s in all.  A crash, a leak, an ASan or UBSan report or a failed
+# check fails the test; the input that did it is kept in the trash
+# directory.  Under TIER_SKIP_INTEGRATION=1 (make distcheck from
+# tests/run) the default is 2 s: the main build fuzzed already.
 
 FUZZ_SRC=$TIER_SRCDIR/tests/fuzz
 FUZZ_CC=${TIER_FUZZ_CC:-clang}
@@ -17,8 +18,10 @@ if [ -n "${TIER_FUZZ_SECONDS:-}" ]; then
 elif [ "${TIER_SKIP_INTEGRATION:-0}" = 1 ]; then
     fuzz_seconds=2
 else
-    fuzz_seconds=15
+    fuzz_seconds=13
 fi
+small_seconds=$((fuzz_seconds / 3))
+[ "$small_seconds" -ge 1 ] || small_seconds=1
 FUZZ_FLAGS="-g -O1 -fsanitize=fuzzer,address,undefined
     -fno-sanitize-recover=all -fno-omit-frame-pointer
     -DHAVE_CONFIG_H -I$TIER_BUILDDIR -I$TIER_SRCDIR -I$TIER_SRCDIR/lib
@@ -42,6 +45,9 @@ sources_of () {
         conf) echo lib/conf.c lib/paths.c lib/units.c lib/error.c ;;
         opts) echo spank_plugin/opts.c spank_plugin/args.c \
                   spank_plugin/submit.c lib/paths.c lib/units.c lib/error.c ;;
+        names) echo agent/peer.c lib/state.c lib/counters.c lib/log.c \
+                   lib/error.c ;;
+        evt) echo lib/evt_csv.c lib/error.c ;;
     esac
 }
 
@@ -53,20 +59,22 @@ fuzz_build () {
     done
     _libs=""
     [ "$_n" = tjson ] && _libs="$(pkg-config --cflags --libs jansson)"
+    [ "$_n" = evt ] && _libs=-lm
     # shellcheck disable=SC2086
     "$FUZZ_CC" $FUZZ_FLAGS -Wall -Wextra -Wno-unused-parameter \
         -o "$TRASH/fuzz_$_n" "$FUZZ_SRC/fuzz_$_n.c" $_src $_libs
 }
 
-# fuzz_run NAME: fuzz for $fuzz_seconds; fail on any report
+# fuzz_run NAME SECONDS: fuzz; fail on any report
 fuzz_run () {
     _n=$1
+    _s=$2
     _log=$TRASH/fuzz_$_n.log
     mkdir -p "$TRASH/corpus-$_n"
     ASAN_OPTIONS=detect_leaks=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        run_timeout $((fuzz_seconds + 60)) "$TRASH/fuzz_$_n" \
-        -max_total_time="$fuzz_seconds" -max_len=4096 -timeout=10 \
+        run_timeout $((_s + 60)) "$TRASH/fuzz_$_n" \
+        -max_total_time="$_s" -max_len=4096 -timeout=10 \
         -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$TRASH/crash-$_n-" \
         "$TRASH/corpus-$_n" "$FUZZ_SRC/corpus/$_n" >"$_log" 2>&1
@@ -77,29 +85,31 @@ fuzz_run () {
     ! grep -E 'ERROR: libFuzzer|check failed' "$_log"
 }
 
+# fuzz_stats NAME SECONDS
 fuzz_stats () {
     _log=$TRASH/fuzz_$1.log
     test -f "$_log" || return 0
     _runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$_log")
     _eps=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$_log")
     _cov=$(grep -o 'cov: [0-9]*' "$_log" | tail -n 1)
-    say "fuzz_$1: ${_runs:-?} inputs in ${fuzz_seconds}s," \
+    say "fuzz_$1: ${_runs:-?} inputs in ${2}s," \
         "${_eps:-?} exec/s, ${_cov:-cov: ?}"
 }
 
-for name in tjson msgreader conf opts; do
+for name in tjson msgreader conf opts names evt; do
     prereq=CLANG
     [ "$name" = tjson ] && prereq=CLANG,JANSSON
+    secs=$fuzz_seconds
+    case $name in names|evt) secs=$small_seconds ;; esac
     test_expect_success "$prereq" "fuzz_$name builds" "fuzz_build $name"
     if test -x "$TRASH/fuzz_$name"; then
         test_expect_success "$prereq" \
-            "fuzz_$name: ${fuzz_seconds}s without crash, leak or UB" \
-            "fuzz_run $name"
-        fuzz_stats "$name"
+            "fuzz_$name: ${secs}s without crash, leak or UB" \
+            "fuzz_run $name $secs"
+        fuzz_stats "$name" "$secs"
     else
         test_expect_success "$prereq" \
-            "fuzz_$name: ${fuzz_seconds}s without crash, leak or UB" \
-            'false'
+            "fuzz_$name: ${secs}s without crash, leak or UB" 'false'
     fi
 done
 test_done
