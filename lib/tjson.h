@@ -22,7 +22,9 @@
  * accepted inside string values (the getters refuse to return it) but
  * not inside keys (Jansson does not support it there either).  A key
  * that appears twice is valid and the LAST one wins, as with Jansson's
- * json_loads (the agent), so both sides read the same value.  Every
+ * default json_loads (refusing would cost a quadratic scan without
+ * allocating).  The agent refuses duplicates in requests
+ * (JSON_REJECT_DUPLICATES) and its replies (json_dumps) have none.  Every
  * getter validates the whole text, so a getter never returns a value
  * from a text tier_jr_validate refuses.
  */

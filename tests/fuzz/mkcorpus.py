@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
+# mkcorpus.py - write the seed corpora under tests/fuzz/corpus/ (run once
+# after changing a target's input format; the outputs are committed)
+import os
+import struct
+
+top = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def put(name, seeds):
+    d = os.path.join(top, name)
+    os.makedirs(d, exist_ok=True)
+    for i, s in enumerate(seeds):
+        with open(os.path.join(d, "seed-%02d" % i), "wb") as f:
+            f.write(s)
+
+
+put("tjson", [
+    b'{}',
+    b'{"op":"ping"}',
+    b'{"errno": 13, "error": "job 42 belongs to another user"}',
+    b'{"a":[1,-2,3.5e-3,true,false,null,"x",{"b":[[]]}],"e":"\\u00e9"}',
+    b'{"s":"a\\"b\\\\c\\/d\\b\\f\\n\\r\\t\\ud83d\\ude00","\xc3\xa9":1}',
+    b'{"a":1,"a":2,"\\u0061":3}',
+    b'{"big":18446744073709551615,"huge":1e400,"neg":-9223372036854775808}',
+    b'{"nul":"x\\u0000y"}',
+    b'{"a":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}',
+    b'{"a":1,}',
+    b'{"a":"\\ud800"}',
+    b'\x10k\x00v\x00\xff\x00\xc3\xa9\x00"\\\x01',
+    # Jansson's json_loadb skips a raw NUL after a number; we refuse it
+    b'{"errlo": 8\x00, "error": "job 42 belongs to another user"}',
+])
+
+
+def msg(type_, id_, body, version=1, magic=0x31524954):
+    return struct.pack("=IHHII", magic, version, type_, id_, len(body)) + body
+
+
+def chunks(flags, parts):
+    # parts: (nfds code 0..3, bytes); split into <= 63-byte chunks
+    out = bytes([flags])
+    for code, data in parts:
+        first = True
+        while data or first:
+            c, data = data[:63], data[63:]
+            out += bytes([(code << 6 if first else 0) | len(c)]) + c
+            first = False
+    return out
+
+
+m1 = msg(1, 1, b'{"op":"ping"}')
+m2 = msg(2, 2, b'{"ok":true}')
+m3 = msg(1, 3, b'')
+put("msgreader", [
+    chunks(0, [(0, m1)]),
+    chunks(0, [(1, m1), (2, m2), (0, m3)]),
+    chunks(1, [(1, m1), (0, m2)]),
+    chunks(2, [(0, m1 + m2)]),
+    chunks(2, [(0, m1[:20])]),
+    chunks(0, [(3, m1)]),
+    chunks(0, [(0, msg(1, 4, b'{}', version=7))]),
+    chunks(0, [(0, msg(1, 5, b'{}', magic=0x50545448))]),
+    chunks(0, [(0, msg(9, 6, b'{}'))]),
+    chunks(4 << 2, [(0, msg(1, 7, b'x' * 65))]),
+    chunks(3, [(1, m1), (0, m2[:5])]),
+    # more small packets than the socket buffer holds, unread
+    bytes([1]) + b"\x41\x00" * 2000,
+])
+
+put("conf", [
+    b"# a full configuration\nSocketDir = /run/tier/%n   # per node\n"
+    b"statedir=/var/lib/tier/%n/\nSharedStateDir = /gfs/.tier\n"
+    b"LogFile = /var/log/tier-%n.log\nLogLevel = debug\n"
+    b"NvdimmDir = /dev/shm/tier/%n\nNvdimmCapacity = 4G\nBBDir = /bb/%u\n"
+    b"BBCapacity = 100G\nAllowedRoots = /gfs , /scratch//x/\n"
+    b"TierdPath = /opt/tier/sbin/tierd\nSlurmUser = slurm\nEnabled = no\n"
+    b"AgentTimeout = 5s\n\n   \t\n",
+    b"\x00SocketDir = /a/./b\nAllowedRoots = /\n",
+    b"AgentTimeout = 1h30m\nBBCapacity = 16MiB\nLogLevel = error\n",
+    b"SocketDir = /a\nsocketdir = /b\n",
+    b"SocketDir = /run/%x\n",
+    b"Enabled = maybe\nBogus = 1\n",
+    b"AllowedRoots = /gfs,,/x\n",
+])
+
+put("opts", [
+    b"\x00\x40/gfs/in/%A_%3a.dat,/gfs/b\x00alice\x00job\x00n1",
+    b"\x06\xff/scratch/x:16G,/tmp/y:1M\x00bob",
+    b"\x01\x10auto\x00--array=1-4\x00script.sh",
+    b"\x02\x20on-failure\x00-a1-4\x00--wrap=true",
+    b"\x00\x00#!/bin/bash\n#SBATCH -N 2\n#SBATCH --array=1-3\necho hi\n",
+    b"\x05\x05conf=/etc/tier/tier.conf\x00default=auto\x00preload=/x.so",
+    b"\x07\x07/a/../b,%%,%j%u%x%N%n%10A\\x\x00..\x00\x00/",
+    b"\x03\x80required\x00--\x00-N\x002\x00--arr=2",
+])
+
+put("names", [
+    b"\x10slurmstepd: [12.batch]",
+    b"\x03slurmstepd: [4294967295.extern]",
+    b"\x20slurmstepd: [7.0+1]",
+    b"\x20slurmstepd: [0.batch]",
+    b"\x01alice",
+    b"\x01..",
+    b"\x01info",
+    b"\x01batch",
+])
+
+put("evt", [
+    b"run,node,seconds\nr1,n1,10.5\nr1,n2,11\n\"r2\",\"n1\",3e1\n",
+    b"# comment\nNODE,Seconds,Run,extra\nn1,1,a,x\n\nn2,2,a,y\n",
+    b"run,node,seconds\nr1,n1,-1\nr1,n1,nan\n",
+    b"run,node\nr1,n1\n",
+])
