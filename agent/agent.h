@@ -55,6 +55,7 @@ struct agent {
     int npending, cpending;
     int64_t last_flush_ms;
     int64_t last_reclaim_ms;
+    int64_t last_stats_ms;
     struct recon *recon;        /* reconciliation in flight */
 };
 
@@ -79,6 +80,9 @@ int ctr_flush (struct agent *a);
 int ctr_get (struct agent *a, enum tier_scope scope, uint64_t id,
              struct tier_counters *c);
 json_t *ctr_to_json (const struct tier_counters *c);
+
+/* stats.c: per-batch snapshots for tierctl stats, node metrics */
+void stats_tick (struct agent *a, bool force);
 
 /* tiers.c */
 void tiers_init (struct agent *a);

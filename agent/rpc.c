@@ -368,6 +368,7 @@ static json_t *op_job_end (struct agent *a, struct conn *c, json_t *req,
             return NULL;
         (void) ctr_flush (a);
         tier_log (LOG_INFO, "job %u ended", job.job_id);
+        stats_tick (a, true);           /* the batch's final snapshot */
     }
     return json_pack ("{s:I s:s}", "job_id", (json_int_t) job.job_id,
                       "state", "ended");
@@ -648,6 +649,9 @@ char *rpc_handle (struct agent *a, struct conn *c, const char *body,
     tier_error_t error = { { 0 } };
     char *out;
 
+    /* Jansson skips a NUL after a number: refuse any NUL first */
+    if (memchr (body, '\0', len))
+        return rpc_error_body (EINVAL, "request contains a NUL byte");
     if (!(req = json_loadb (body, len, JSON_REJECT_DUPLICATES, &jerr))
         || !json_is_object (req)) {
         json_decref (req);

@@ -377,6 +377,7 @@ static void do_timer (struct agent *a)
         jobs_sample (a);
         a->last_reclaim_ms = now;
     }
+    stats_tick (a, false);
     if (now - a->last_flush_ms >= AGENT_FLUSH_MS) {
         (void) ctr_flush (a);
         a->last_flush_ms = now;

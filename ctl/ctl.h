@@ -52,6 +52,7 @@ int cmd_jobs (struct ctl *ctl, int argc, char **argv);
 int cmd_counters (struct ctl *ctl, int argc, char **argv);
 int cmd_ping (struct ctl *ctl, int argc, char **argv);
 int cmd_status (struct ctl *ctl, int argc, char **argv);
+int cmd_stats (struct ctl *ctl, int argc, char **argv);
 int cmd_enable (struct ctl *ctl, int argc, char **argv);
 int cmd_disable (struct ctl *ctl, int argc, char **argv);
 int cmd_version (struct ctl *ctl, int argc, char **argv);

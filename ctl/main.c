@@ -28,6 +28,17 @@ const struct ctl_cmd ctl_cmds[] = {
       "The agent's version and uptime; each tier with its path, whether it\n"
       "is real persistent memory or emulated, capacity, use and\n"
       "reservations; the jobs it knows.", cmd_status },
+    { "stats",
+      "--batch ID | --job ID | --user[=NAME] [--nodes] [--svg FILE] [--json]",
+      "what the tiers did for a batch (a job array) or a job, over all nodes",
+      "Per role (endpoint, pipeline, batch): operations, hits, misses, hit\n"
+      "rate, bytes served by each tier, GFS bytes read and written, GFS\n"
+      "traffic avoided, metadata operations; stage-in/out, migrations and\n"
+      "scratch.  Live while the batch runs (nodes publish every\n"
+      "StatsInterval) and after it ends (for StatsRetention).  --nodes adds\n"
+      "one row per node; --user lists your batches; --svg draws the batch\n"
+      "over time.  Only the batch's owner and root can read it.  The JSON\n"
+      "schema is in doc/stats.md.", cmd_stats },
     { "jobs", "[--json]", "list the jobs the node's agent registered",
       "A user sees their own jobs; root and SlurmUser see all.  States:\n"
       "running, ended (its epilog ran), reconciled (it ended while the agent\n"

@@ -28,6 +28,7 @@ enum conf_type {
     CONF_STRING,
     CONF_SIZE,
     CONF_MSEC,          /* a duration, stored in milliseconds */
+    CONF_SEC,           /* a duration, stored in seconds */
     CONF_LOGLEVEL,
     CONF_BOOL,
     CONF_PATHLIST,      /* comma-separated absolute paths */
@@ -62,6 +63,9 @@ static const struct conf_key keys[] = {
     { "SlurmConf", CONF_PATH_EMPTY, OFF (slurm_conf), 0 },
     { "Enabled", CONF_BOOL, OFF (enabled), 0 },
     { "AgentTimeout", CONF_MSEC, OFF (agent_timeout_ms), 0 },
+    { "StatsInterval", CONF_MSEC, OFF (stats_interval_ms), 0 },
+    { "StatsRetention", CONF_SEC, OFF (stats_retention), 0 },
+    { "MetricsFile", CONF_PATH_EMPTY, OFF (metrics_file), 0 },
 };
 
 #define NKEYS (sizeof (keys) / sizeof (keys[0]))
@@ -126,6 +130,8 @@ struct tier_conf *tier_conf_create (const char *node)
     conf->log_level = 6;                /* LOG_INFO */
     conf->enabled = true;
     conf->agent_timeout_ms = 10000;
+    conf->stats_interval_ms = 5000;
+    conf->stats_retention = 7 * 86400;
     if (!(conf->socket_dir = strdup ("/run/tier"))
         || !(conf->state_dir = strdup ("/var/lib/tier"))
         || !(conf->namespace_dir = strdup ("/run/tier/ns"))
@@ -136,6 +142,7 @@ struct tier_conf *tier_conf_create (const char *node)
         || !(conf->tierd_path = strdup (TIER_SBINDIR "/tierd"))
         || !(conf->slurm_user = strdup ("slurm"))
         || !(conf->slurm_conf = strdup (""))
+        || !(conf->metrics_file = strdup (""))
         || !(conf->node = strdup (node ? node : ""))) {
         tier_conf_destroy (conf);
         return NULL;
@@ -366,6 +373,13 @@ static int set_value (struct tier_conf *conf, const struct conf_key *k,
                 return -1;
             }
             *(uint64_t *) (base + k->offset) = u * 1000;
+            return 0;
+        case CONF_SEC:
+            if (tier_duration_parse (value, &u) < 0) {
+                *problem = "not a duration (e.g. 7d, 12h)";
+                return -1;
+            }
+            *(uint64_t *) (base + k->offset) = u;
             return 0;
         case CONF_LOGLEVEL: {
             static const char *names[] = { "error", "warning", "notice",

@@ -143,6 +143,10 @@ int tier_pattern_expand (const char *s, const struct tier_pattern_ctx *ctx,
     size_t o = 0;
     bool literal = strchr (s, '\\') != NULL;
 
+    if (size == 0) {
+        errno = ENAMETOOLONG;
+        return tier_errprintf (error, "expanded path too long");
+    }
     for (const char *p = s; *p; p++) {
         char buf[64];
         const char *add = buf;
@@ -210,7 +214,7 @@ const char *tier_opt_next_item (const char *list, char *item, size_t size)
     const char *end;
     size_t len;
 
-    if (!list || !*list)
+    if (!list || !*list || size == 0)
         return NULL;
     end = strchr (list, ',');
     len = end ? (size_t) (end - list) : strlen (list);

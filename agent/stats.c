@@ -1,0 +1,469 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* stats.c - per-batch statistics across nodes, and the node's metrics
+ *
+ * Every StatsInterval the agent publishes, for each batch with a job
+ * running on this node (or one that ended in the last minute), a snapshot
+ * of that batch's counters on this node -- with its jobs and a time
+ * series -- to
+ *
+ *     SharedStateDir/users/USER/stats/BATCH/NODE.json
+ *
+ * written atomically (a unique temporary, then rename) by a forked child
+ * running with the user's credentials: the directory is the user's own
+ * (0700), so only the owner and root can read it, and a root-squashing GFS
+ * works as well.  tierctl aggregates the nodes' files.  There is no
+ * central collector to run or to fail: each node writes one small file
+ * per batch, the shared file system the site already has carries them,
+ * and a reader opens as many files as the batch had nodes.
+ *
+ * The node's aggregates go to MetricsFile for node_exporter's textfile
+ * collector: tier_* counters and gauges with no user, job or path label.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+#include "agent.h"
+
+#define SERIES_MAX 720
+#define RECENT_S 60
+
+struct series {
+    uint32_t batch;
+    int n;
+    int64_t t[SERIES_MAX];
+    uint64_t v[SERIES_MAX][6];
+    struct series *next;
+};
+
+static struct series *all_series;
+
+static const enum tier_ctr series_ctrs[6] = {
+    TIER_CTR_HITS, TIER_CTR_MISSES, TIER_CTR_BYTES_BB, TIER_CTR_BYTES_NVDIMM,
+    TIER_CTR_GFS_BYTES_READ, TIER_CTR_GFS_BYTES_WRITTEN,
+};
+
+static struct series *series_get (uint32_t batch)
+{
+    struct series *s;
+
+    for (s = all_series; s; s = s->next)
+        if (s->batch == batch)
+            return s;
+    if (!(s = calloc (1, sizeof (*s))))
+        return NULL;
+    s->batch = batch;
+    s->next = all_series;
+    all_series = s;
+    return s;
+}
+
+static void series_add (struct series *s, int64_t t,
+                        const struct tier_counters *c)
+{
+    if (s->n == SERIES_MAX) {
+        /* keep every other sample: the whole run, at half resolution */
+        for (int i = 0; i < SERIES_MAX / 2; i++) {
+            s->t[i] = s->t[2 * i + 1];
+            memcpy (s->v[i], s->v[2 * i + 1], sizeof (s->v[i]));
+        }
+        s->n = SERIES_MAX / 2;
+    }
+    s->t[s->n] = t;
+    for (int k = 0; k < 6; k++)
+        s->v[s->n][k] = tier_counters_total (c, series_ctrs[k]);
+    s->n++;
+}
+
+static json_t *series_json (const struct series *s)
+{
+    json_t *a = json_array ();
+
+    for (int i = 0; s && i < s->n; i++) {
+        json_t *row = json_pack ("[I I I I I I I]", (json_int_t) s->t[i],
+                                 (json_int_t) s->v[i][0],
+                                 (json_int_t) s->v[i][1],
+                                 (json_int_t) s->v[i][2],
+                                 (json_int_t) s->v[i][3],
+                                 (json_int_t) s->v[i][4],
+                                 (json_int_t) s->v[i][5]);
+        json_array_append_new (a, row);
+    }
+    return a;
+}
+
+struct batch_info {
+    uint32_t batch;
+    uid_t uid;
+    gid_t gid;
+    char user[64];
+    int running;
+    int64_t last_end;
+    json_t *jobs;
+    struct batch_info *next;
+};
+
+struct collect {
+    struct agent *a;
+    struct batch_info *list;
+    int64_t now;
+};
+
+static int collect_cb (const struct store_job *j, void *arg)
+{
+    struct collect *c = arg;
+    struct batch_info *b;
+    struct tier_counters ctr;
+    json_t *job;
+    char key[16];
+
+    if (j->state != STORE_JOB_RUNNING && c->now - j->ended > RECENT_S)
+        return 0;
+    for (b = c->list; b; b = b->next)
+        if (b->batch == j->batch_id && b->uid == j->uid)
+            break;
+    if (!b) {
+        if (!(b = calloc (1, sizeof (*b))))
+            return 0;
+        b->batch = j->batch_id;
+        b->uid = j->uid;
+        b->gid = j->gid;
+        (void) snprintf (b->user, sizeof (b->user), "%s", j->user);
+        b->jobs = json_object ();
+        b->next = c->list;
+        c->list = b;
+    }
+    if (j->state == STORE_JOB_RUNNING)
+        b->running++;
+    else if (j->ended > b->last_end)
+        b->last_end = j->ended;
+    if (ctr_get (c->a, TIER_SCOPE_JOB, store_job_key (j->job_id, j->restart),
+                 &ctr) < 0)
+        return 0;
+    job = json_pack ("{s:s s:o s:I s:I}",
+                     "state", j->state == STORE_JOB_RUNNING ? "running"
+                                                            : "ended",
+                     "array_task_id", j->array_task_id == STORE_NO_TASK
+                                      ? json_null ()
+                                      : json_integer (j->array_task_id),
+                     "registered", (json_int_t) j->registered,
+                     "ended", (json_int_t) j->ended);
+    if (job) {
+        json_object_set_new (job, "counters", ctr_to_json (&ctr));
+        (void) snprintf (key, sizeof (key), "%u", j->job_id);
+        json_object_set_new (b->jobs, key, job);
+    }
+    return 0;
+}
+
+/* In a forked child with the user's credentials: write text to
+ * ROOT/users/USER/stats/BATCH/NODE.json, atomically.
+ */
+static int publish_as_user (const char *root, const struct batch_info *b,
+                            const char *node, const char *text)
+{
+    char name[128], tmp[160];
+    struct stat st;
+    int fd = -1, d, e;
+    size_t len = strlen (text);
+    const char *comps[] = { "users", b->user, "stats", NULL };
+
+    if (setgroups (0, NULL) < 0 || setresgid (b->gid, b->gid, b->gid) < 0
+        || setresuid (b->uid, b->uid, b->uid) < 0)
+        return -1;
+    if ((d = open (root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        return -1;
+    for (int i = 0; comps[i]; i++) {
+        int nd;
+        if (i == 2 && mkdirat (d, comps[i], 0700) < 0 && errno != EEXIST)
+            goto fail;
+        if ((nd = openat (d, comps[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                          | O_CLOEXEC)) < 0)
+            goto fail;
+        close (d);
+        d = nd;
+        if (i == 1 && (fstat (d, &st) < 0 || st.st_uid != b->uid)) {
+            errno = EPERM;
+            goto fail;
+        }
+    }
+    (void) snprintf (name, sizeof (name), "%u", b->batch);
+    if (mkdirat (d, name, 0700) < 0 && errno != EEXIST)
+        goto fail;
+    if ((fd = openat (d, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                      | O_CLOEXEC)) < 0)
+        goto fail;
+    close (d);
+    d = fd;
+    (void) snprintf (tmp, sizeof (tmp), ".%s.json.%d", node, (int) getpid ());
+    if ((fd = openat (d, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
+                      | O_CLOEXEC, 0600)) < 0)
+        goto fail;
+    if (write (fd, text, len) != (ssize_t) len) {
+        close (fd);
+        (void) unlinkat (d, tmp, 0);
+        goto fail;
+    }
+    close (fd);
+    (void) snprintf (name, sizeof (name), "%s.json", node);
+    if (renameat (d, tmp, d, name) < 0) {
+        (void) unlinkat (d, tmp, 0);
+        goto fail;
+    }
+    close (d);
+    return 0;
+fail:
+    e = errno;
+    close (d);
+    errno = e;
+    return -1;
+}
+
+void stats_retention (struct agent *a);
+
+static void publish (struct agent *a, struct batch_info *b, int64_t now)
+{
+    struct tier_counters ctr;
+    struct series *s = series_get (b->batch);
+    json_t *o;
+    char *text;
+    pid_t pid;
+    int status;
+
+    if (ctr_get (a, TIER_SCOPE_BATCH, b->batch, &ctr) < 0)
+        return;
+    if (s && b->running)
+        series_add (s, now, &ctr);
+    o = json_pack ("{s:i s:I s:s s:s s:I s:i s:I}",
+                   "format", 1,
+                   "batch", (json_int_t) b->batch,
+                   "node", a->node,
+                   "user", b->user,
+                   "time", (json_int_t) now,
+                   "running", b->running,
+                   "interval_ms", (json_int_t) a->conf->stats_interval_ms);
+    if (!o)
+        return;
+    json_object_set_new (o, "counters", ctr_to_json (&ctr));
+    json_object_set (o, "jobs", b->jobs);
+    json_object_set_new (o, "series", series_json (s));
+    text = json_dumps (o, JSON_COMPACT);
+    json_decref (o);
+    if (!text)
+        return;
+    if ((pid = fork ()) == 0)
+        _exit (publish_as_user (a->conf->shared_state_dir, b, a->node, text)
+               < 0 ? 1 : 0);
+    free (text);
+    if (pid > 0) {
+        while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+            tier_log (LOG_WARNING, "stats of batch %u for %s could not be "
+                      "published in %s/users/%s/stats", b->batch, b->user,
+                      a->conf->shared_state_dir, b->user);
+    }
+}
+
+/* node_exporter textfile: node aggregates only. */
+static void write_metrics (struct agent *a, int running)
+{
+    struct tier_counters c;
+    char tmp[4200];
+    FILE *f;
+
+    if (!a->conf->metrics_file[0]
+        || ctr_get (a, TIER_SCOPE_NODE, 0, &c) < 0)
+        return;
+    (void) snprintf (tmp, sizeof (tmp), "%s.tmp", a->conf->metrics_file);
+    if (!(f = fopen (tmp, "we"))) {
+        tier_log_error ("MetricsFile %s", tmp);
+        return;
+    }
+    for (int k = 0; k < TIER_CTR_COUNT; k++) {
+        bool gauge = tier_ctr_is_max (k) || k == TIER_CTR_MIGRATIONS_PENDING;
+        const char *n = tier_ctr_name (k);
+        fprintf (f, "# HELP tier_%s%s tier's %s counter on this node, by "
+                 "data role.\n# TYPE tier_%s%s %s\n", n,
+                 gauge ? "" : "_total", n, n, gauge ? "" : "_total",
+                 gauge ? "gauge" : "counter");
+        for (int r = 0; r < TIER_ROLE_COUNT; r++)
+            fprintf (f, "tier_%s%s{role=\"%s\"} %llu\n", n,
+                     gauge ? "" : "_total", tier_role_name (r),
+                     (unsigned long long) c.v[r][k]);
+    }
+    fprintf (f, "# HELP tier_jobs_running Jobs registered and running on "
+             "this node.\n# TYPE tier_jobs_running gauge\n"
+             "tier_jobs_running %d\n", running);
+    fprintf (f, "# HELP tier_agent_up_seconds Seconds since tierd "
+             "started.\n# TYPE tier_agent_up_seconds gauge\n"
+             "tier_agent_up_seconds %lld\n",
+             (long long) ((agent_now_ms () - a->started_ms) / 1000));
+    fprintf (f, "# HELP tier_enabled 1 if jobs on this node may use tier.\n"
+             "# TYPE tier_enabled gauge\ntier_enabled %d\n",
+             !a->disabled && a->conf->enabled);
+    if (a->conf->nvdimm_dir[0]) {
+        struct statfs sf;
+        fprintf (f, "# HELP tier_nvdimm_capacity_bytes The NVDIMM tier's "
+                 "configured capacity.\n# TYPE tier_nvdimm_capacity_bytes "
+                 "gauge\ntier_nvdimm_capacity_bytes %llu\n",
+                 (unsigned long long) a->conf->nvdimm_capacity);
+        fprintf (f, "# HELP tier_nvdimm_reserved_bytes Scratch reserved by "
+                 "running jobs.\n# TYPE tier_nvdimm_reserved_bytes gauge\n"
+                 "tier_nvdimm_reserved_bytes %llu\n",
+                 (unsigned long long) agent_reserved (a));
+        fprintf (f, "# HELP tier_nvdimm_pmem 1 if the NVDIMM tier is real "
+                 "persistent memory.\n# TYPE tier_nvdimm_pmem gauge\n"
+                 "tier_nvdimm_pmem %d\n", a->nvdimm_pmem ? 1 : 0);
+        if (statfs (a->conf->nvdimm_dir, &sf) == 0)
+            fprintf (f, "# HELP tier_nvdimm_fs_free_bytes Free bytes of the "
+                     "NVDIMM tier's file system.\n"
+                     "# TYPE tier_nvdimm_fs_free_bytes gauge\n"
+                     "tier_nvdimm_fs_free_bytes %llu\n",
+                     (unsigned long long) sf.f_bavail * sf.f_bsize);
+    }
+    if (fclose (f) != 0 || rename (tmp, a->conf->metrics_file) < 0)
+        tier_log_error ("MetricsFile %s", a->conf->metrics_file);
+    else
+        (void) chmod (a->conf->metrics_file, 0644);
+}
+
+void stats_tick (struct agent *a, bool force)
+{
+    struct collect c = { .a = a, .now = time (NULL) };
+    tier_error_t error;
+    int running = 0;
+    int64_t ms = agent_now_ms ();
+
+    if (!force && ms - a->last_stats_ms < (int64_t) a->conf->stats_interval_ms)
+        return;
+    a->last_stats_ms = ms;
+    (void) ctr_flush (a);
+    if (store_job_foreach (a->store, collect_cb, &c, &error) < 0)
+        return;
+    while (c.list) {
+        struct batch_info *b = c.list;
+        running += b->running;
+        if (a->conf->shared_state_dir[0])
+            publish (a, b, c.now);
+        c.list = b->next;
+        json_decref (b->jobs);
+        free (b);
+    }
+    write_metrics (a, running);
+    stats_retention (a);
+}
+
+/* Retention: jobs that ended more than StatsRetention ago leave the
+ * registry with their counters; when a batch has no job left here, its
+ * counters and this node's snapshot go too (removed as the user).
+ */
+struct old_ctx {
+    int64_t cutoff;
+    struct store_job *jobs;
+    int n, cap;
+};
+
+static int old_cb (const struct store_job *j, void *arg)
+{
+    struct old_ctx *oc = arg;
+
+    if (j->state == STORE_JOB_RUNNING || j->ended == 0
+        || j->ended >= oc->cutoff)
+        return 0;
+    if (oc->n == oc->cap) {
+        int cap = oc->cap ? oc->cap * 2 : 16;
+        struct store_job *nj = realloc (oc->jobs, cap * sizeof (*nj));
+        if (!nj)
+            return 1;
+        oc->jobs = nj;
+        oc->cap = cap;
+    }
+    oc->jobs[oc->n++] = *j;
+    return 0;
+}
+
+struct has_ctx {
+    uint32_t batch;
+    bool found;
+};
+
+static int has_cb (const struct store_job *j, void *arg)
+{
+    struct has_ctx *hc = arg;
+
+    if (j->batch_id == hc->batch) {
+        hc->found = true;
+        return 1;
+    }
+    return 0;
+}
+
+static int unpublish_as_user (const char *root, const struct store_job *j,
+                              const char *node)
+{
+    char path[4096 + 256];
+
+    if (setgroups (0, NULL) < 0 || setresgid (j->gid, j->gid, j->gid) < 0
+        || setresuid (j->uid, j->uid, j->uid) < 0)
+        return -1;
+    (void) snprintf (path, sizeof (path), "%s/users/%s/stats/%u/%s.json",
+                     root, j->user, j->batch_id, node);
+    (void) unlink (path);
+    (void) snprintf (path, sizeof (path), "%s/users/%s/stats/%u", root,
+                     j->user, j->batch_id);
+    (void) rmdir (path);                /* when the last node is gone */
+    return 0;
+}
+
+void stats_retention (struct agent *a)
+{
+    struct old_ctx oc = { .cutoff = time (NULL)
+                                    - (int64_t) a->conf->stats_retention };
+    tier_error_t error;
+
+    if (store_job_foreach (a->store, old_cb, &oc, &error) < 0)
+        goto out;
+    for (int i = 0; i < oc.n; i++) {
+        struct store_job *j = &oc.jobs[i];
+        struct has_ctx hc = { .batch = j->batch_id };
+        pid_t pid;
+        int status;
+
+        (void) store_job_delete (a->store, j->job_id, j->restart, &error);
+        (void) store_counters_delete (a->store, TIER_SCOPE_JOB,
+                                      store_job_key (j->job_id, j->restart),
+                                      &error);
+        (void) store_job_foreach (a->store, has_cb, &hc, &error);
+        if (hc.found)
+            continue;
+        (void) store_counters_delete (a->store, TIER_SCOPE_BATCH, j->batch_id,
+                                      &error);
+        tier_log (LOG_INFO, "batch %u: past StatsRetention, removed",
+                  j->batch_id);
+        if (!a->conf->shared_state_dir[0])
+            continue;
+        if ((pid = fork ()) == 0)
+            _exit (unpublish_as_user (a->conf->shared_state_dir, j, a->node)
+                   < 0 ? 1 : 0);
+        if (pid > 0)
+            while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+                ;
+    }
+out:
+    free (oc.jobs);
+}

@@ -1,0 +1,109 @@
+#!/bin/bash
+test_description='per-batch statistics across nodes, node metrics'
+. "$(dirname "$0")/../lib/tap.sh"
+. "$TIER_SRCDIR/tests/lib/cluster.sh"
+
+test_have_prereq ROOT,SLURM || skip_all "needs root and Slurm"
+PY=/usr/bin/python3
+$PY -c "import jsonschema, prometheus_client" 2>/dev/null && test_set_prereq PYLIBS
+test_expect_success 'start the cluster' 'cluster_start'
+[ -n "${CLUSTER:-}" ] || bail_out "no cluster"
+H=$GFS/home/alice
+OUT=$H/out
+TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
+stats_json () { (cd $H && as_user "$1" $TIERCTL stats --batch "$2" --json); }
+field () { $PY -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
+
+as_user alice mkdir -p "$H/runs" "$OUT"
+# task i writes i MiB of pipeline data, then lives 3*i seconds
+cat >"$H/st.sh" <<EOF
+#!/bin/bash
+t=\$SLURM_ARRAY_TASK_ID
+head -c \$((t * 1048576)) /dev/zero > $H/runs/data-\$t
+sleep \$((t * 3))
+EOF
+chmod 755 "$H/st.sh"; chown alice "$H/st.sh"
+
+test_expect_success 'read twice while a 4-task batch runs: the counters grow' '
+    id=$(cd $H && as_user alice sbatch --parsable --array=1-4 --tier-scratch=$H/runs -o /dev/null "$H/st.sh") &&
+    echo batch $id &&
+    wait_for 60 sh -c "$TIERCTL -N n1 jobs | grep -q \" $id .* ended \"" &&
+    sleep 3 && s1=$(stats_json alice $id | field "d[\"total\"][\"scratch_files\"]") &&
+    r1=$(stats_json alice $id | field "d[\"running\"]") &&
+    echo "first read: $s1 files, $r1 running" &&
+    wait_for 60 sh -c "test \$(cd $H && runuser -u alice -- $TIERCTL stats --batch $id --json | $PY -c \"import json,sys; print(json.load(sys.stdin)[\\\"total\\\"][\\\"scratch_files\\\"])\") -gt $s1" &&
+    test "$r1" -gt 0 &&
+    wait_for 90 job_done $id && sleep 4 &&
+    stats_json alice $id >$TRASH/final.json && cat $TRASH/final.json | head -c 600 &&
+    test "$(field "d[\"total\"][\"scratch_files\"]" <$TRASH/final.json)" = 4 &&
+    test "$(field "d[\"total\"][\"scratch_bytes\"]" <$TRASH/final.json)" = $((10 * 1048576)) &&
+    test "$(field "d[\"jobs\"]" <$TRASH/final.json)" = 4 &&
+    test "$(field "d[\"running\"]" <$TRASH/final.json)" = 0
+'
+BATCH=$id
+test_expect_success 'the table: totals, roles, and one row per node with --nodes' '
+    (cd $H && as_user alice $TIERCTL stats --batch $BATCH --nodes) | tee $TRASH/table &&
+    grep -q "^batch $BATCH (alice): 4 job(s) on" $TRASH/table &&
+    grep -q "^pipeline " $TRASH/table && grep -q "^total " $TRASH/table &&
+    grep -q "^scratch:   4 files, 10.0 MiB at job end" $TRASH/table &&
+    n=$(field "len(d[\"nodes\"])" <$TRASH/final.json) &&
+    test "$(grep -c "^n[123] " $TRASH/table)" = "$n"
+'
+test_expect_success 'per-node snapshots add up to the totals' '
+    field "sum(v[\"scratch_bytes\"] for v in d[\"nodes\"].values()) == d[\"total\"][\"scratch_bytes\"]" <$TRASH/final.json | grep -qx True
+'
+test_expect_success PYLIBS '--json validates against the documented schema' '
+    $PY -c "
+import json,sys,jsonschema
+s=json.load(open(sys.argv[1])); d=json.load(open(sys.argv[2]))
+jsonschema.validate(d, s); print(\"valid\")" $TIER_SRCDIR/doc/stats.schema.json $TRASH/final.json
+'
+test_expect_success '--job gives one array task'"'"'s numbers' '
+    j=$(scontrol show job ${BATCH}_3 | sed -n "s/^JobId=\([0-9]*\).*/\1/p") &&
+    (cd $H && as_user alice $TIERCTL stats --job $j --json) >$TRASH/job.json &&
+    test "$(field "d[\"total\"][\"scratch_bytes\"]" <$TRASH/job.json)" = $((3 * 1048576)) &&
+    test "$(field "d[\"batch\"]" <$TRASH/job.json)" = $BATCH
+'
+test_expect_success 'tierctl stats --user lists alice'"'"'s batches' '
+    (cd $H && as_user alice $TIERCTL stats --user) | tee $TRASH/list && grep -q "^$BATCH " $TRASH/list
+'
+test_expect_success 'bob is refused alice'"'"'s batch' '
+    ! (cd $GFS/home/bob && as_user bob $TIERCTL stats --batch $BATCH) 2>$TRASH/b1 &&
+    cat $TRASH/b1 && grep -q "no statistics for bob" $TRASH/b1 &&
+    ! (cd $GFS/home/bob && as_user bob $TIERCTL stats --batch $BATCH --user=alice) 2>$TRASH/b2 &&
+    cat $TRASH/b2 && grep -q "permission denied" $TRASH/b2 &&
+    ! as_user bob cat $GFS/.tier/users/alice/stats/$BATCH/n1.json 2>/dev/null
+'
+test_expect_success 'root may read any user'"'"'s batch' '
+    $TIERCTL stats --batch $BATCH --user=alice | grep -q "^batch $BATCH (alice)"
+'
+test_expect_success 'an SVG of the batch over time' '
+    (cd $H && as_user alice $TIERCTL stats --batch $BATCH --svg $OUT/b.svg) >/dev/null &&
+    $PY -c "import xml.etree.ElementTree as E,sys; r=E.parse(sys.argv[1]).getroot(); assert r.tag.endswith(\"svg\"); print(len(r.findall(\".//{http://www.w3.org/2000/svg}polyline\")), \"lines\")" $OUT/b.svg
+'
+test_expect_success PYLIBS 'the node textfile parses as Prometheus text and has no user or job label' '
+    f=$CLUSTER/run/metrics-n1.prom && test -f $f && head -5 $f &&
+    $PY -c "
+import sys
+from prometheus_client.parser import text_string_to_metric_families as parse
+n=0
+for fam in parse(open(sys.argv[1]).read()):
+    for s in fam.samples:
+        n+=1
+        assert set(s.labels) <= {\"role\"}, s
+        assert s.name.startswith(\"tier_\"), s
+print(n, \"samples\")
+" $f && ! grep -q "alice\|bob\|job_id\|user" $f && test "$(stat -c %a $f)" = 644
+'
+test_expect_success 'a corrupt snapshot is reported by file, never echoed' '
+    d=$GFS/.tier/users/alice/stats/$BATCH && echo "SECRET{not json" >$d/zz.json && chown alice $d/zz.json &&
+    (cd $H && as_user alice $TIERCTL stats --batch $BATCH) 2>$TRASH/bad >/dev/null;
+    cat $TRASH/bad && grep -q "zz.json: not a snapshot" $TRASH/bad && ! grep -q SECRET $TRASH/bad; rm -f $d/zz.json
+'
+test_expect_success 'past StatsRetention the batch leaves the registry and the snapshots' '
+    sed -i "s/^StatsInterval = .*/&\nStatsRetention = 1s/" $CLUSTER/etc/tier.conf &&
+    for n in n1 n2 n3; do p=$(cat $CLUSTER/state/$n/tierd.pid 2>/dev/null) && kill -HUP $p; done;
+    wait_for 30 test ! -d $GFS/.tier/users/alice/stats/$BATCH &&
+    ! $TIERCTL -N n1 jobs | grep -q " $BATCH "
+'
+test_done
