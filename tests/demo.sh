@@ -89,8 +89,10 @@ banner "GFS traffic"
 if [ "$(cat "$DEMO/run/gfs.mode")" = gfsemu ] && [ -r "$GFS/.gfsemu/stats" ]; then
     . "$TIER_SRCDIR/tests/lib/gfsemu.sh"
     db=$(gfsemu_stat "$GFS" home/alice/proj/db/reference.db read_bytes 2>/dev/null)
-    echo "reference.db (16 MiB) bytes read from the GFS: ${db:-?}" \
-         "($(( ${db:-0} / 16777216 )) x its size for $TASKS tasks)"
+    echo "reference.db (16 MiB) bytes read from the GFS by $TASKS tasks:" \
+         "${db:-?} ($(awk -v b="${db:-0}" 'BEGIN { printf "%.1f", b / 16777216 }')" \
+         "x its size; tasks reading at the same time on one host share its" \
+         "page cache)"
 else
     echo "(the GFS emulator is not built; GFS traffic is not counted)"
 fi
