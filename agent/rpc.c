@@ -25,6 +25,7 @@
 #include "lib/state.h"
 #include "agent.h"
 #include "peer.h"
+#include "policy.h"
 
 #define JOB_ID_MAX 0xfffffff0U
 #define COUNTER_ADD_MAX (1ULL << 50)
@@ -249,6 +250,7 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
     char why[256] = "";
     char *optstr = NULL;
     tier_error_t e2;
+    json_t *pol = NULL;
 
     if (get_id (req, "job_id", true, &job_id, error) < 0
         || get_id (req, "restart", false, &restart, error) < 0
@@ -319,17 +321,18 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
         tier_log (LOG_INFO, "job %u (batch %u, user %s) registered",
                   job.job_id, job.batch_id, job.user);
         ensure_user_state (a, &job);
+        pol = policy_job_freeze (a, &job);
     }
     if (job.scratch_denied && !why[0])
         (void) snprintf (why, sizeof (why), "the NVDIMM tier of node %s "
                          "could not reserve the job's scratch", a->node);
-    return json_pack ("{s:I s:I s:s s:b s:b s:s}",
+    return policy_reply (pol, json_pack ("{s:I s:I s:s s:b s:b s:s}",
                       "job_id", (json_int_t) job.job_id,
                       "batch_id", (json_int_t) job.batch_id,
                       "node", a->node,
                       "enabled", !a->disabled && a->conf->enabled,
                       "scratch_ok", !job.scratch_denied,
-                      "scratch_error", why);
+                      "scratch_error", why));
 }
 
 static json_t *op_job_end (struct agent *a, struct conn *c, json_t *req,
@@ -636,6 +639,8 @@ static const struct rpc_op ops[] = {
     { "counters", op_counters, false },
     { "counter.add", op_counter_add, false },
     { "node.enable", op_node_enable, true },
+    { "job.policy", op_job_policy, false },
+    { "user.ensure", op_user_ensure, false },
     { NULL, NULL, false },
 };
 

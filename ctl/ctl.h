@@ -57,5 +57,9 @@ int cmd_enable (struct ctl *ctl, int argc, char **argv);
 int cmd_disable (struct ctl *ctl, int argc, char **argv);
 int cmd_version (struct ctl *ctl, int argc, char **argv);
 int cmd_predict (struct ctl *ctl, int argc, char **argv);
+int cmd_set (struct ctl *ctl, int argc, char **argv);       /* policies */
+int cmd_unset (struct ctl *ctl, int argc, char **argv);
+int cmd_show (struct ctl *ctl, int argc, char **argv);
+int cmd_list (struct ctl *ctl, int argc, char **argv);
 
 #endif /* !TIER_CTL_H */

@@ -28,6 +28,38 @@ const struct ctl_cmd ctl_cmds[] = {
       "The agent's version and uptime; each tier with its path, whether it\n"
       "is real persistent memory or emulated, capacity, use and\n"
       "reservations; the jobs it knows.", cmd_status },
+    { "set",
+      "policy DIR ROLE [--ttl D] [--revalidate D] [--keep W] [--tier T] "
+      "[--size S] [--window S] [--block S] [--prefetch P] [--comment TEXT]",
+      "say what a directory is, for your later jobs (a policy)",
+      "ROLE is batch (read-only inputs shared by the batch: a BB replica\n"
+      "cache), pipeline (private intermediates: node-local NVDIMM), endpoint\n"
+      "(inputs and final outputs: staged and migrated) or none (the plain\n"
+      "GFS).  --ttl and --revalidate (batch): replica retention and how\n"
+      "often the source is rechecked (30s, 10m, 7d); --keep (pipeline):\n"
+      "never, on-failure, always; --size (pipeline): scratch reservation\n"
+      "(16G); --tier: bb or nvdimm; --window, --block, --prefetch (off,\n"
+      "sequential, stride): the NVDIMM block cache.  DIR is made absolute\n"
+      "and resolved; it must lie under AllowedRoots and outside tier's own\n"
+      "directories, and nothing may nest inside a pipeline or endpoint\n"
+      "directory.  Stored in SharedStateDir/users/YOU/policies.json; jobs\n"
+      "that start afterwards follow it, running jobs keep theirs.  See\n"
+      "doc/policies.md.", cmd_set },
+    { "unset", "policy DIR", "remove your policy of a directory",
+      "Removes DIR from your policies; site policies stay.", cmd_unset },
+    { "show", "policy [PATH] [--job ID] [--user NAME] [--json]",
+      "the effective policy of a path, and where it came from",
+      "The policy a job started now would apply to PATH (default: the\n"
+      "current directory): role, attributes with their defaults, and the\n"
+      "layer (site, user), file and directory it came from.  With --job ID:\n"
+      "the policy the job froze when it started (without PATH: its whole\n"
+      "set).  --user NAME reads another user's store (root).", cmd_show },
+    { "list", "policies [--all-layers] [--user NAME] [--json]",
+      "list the policies in force for your jobs",
+      "The policies a job started now would apply (site and yours), with\n"
+      "their layer and source.  --all-layers lists every policy of every\n"
+      "layer with its status (in force, overridden, refused and why) and\n"
+      "the site files that were skipped.", cmd_list },
     { "stats",
       "--batch ID | --job ID | --user[=NAME] [--nodes] [--svg FILE] [--json]",
       "what the tiers did for a batch (a job array) or a job, over all nodes",

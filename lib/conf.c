@@ -66,12 +66,16 @@ static const struct conf_key keys[] = {
     { "StatsInterval", CONF_MSEC, OFF (stats_interval_ms), 0 },
     { "StatsRetention", CONF_SEC, OFF (stats_retention), 0 },
     { "MetricsFile", CONF_PATH_EMPTY, OFF (metrics_file), 0 },
+    { "SitePolicyDir", CONF_PATH_EMPTY, OFF (site_policy_dir), 0 },
 };
 
 #define NKEYS (sizeof (keys) / sizeof (keys[0]))
 
 #ifndef TIER_SBINDIR
 #define TIER_SBINDIR "/usr/sbin"
+#endif
+#ifndef TIER_SYSCONFDIR
+#define TIER_SYSCONFDIR "/etc/tier"
 #endif
 
 bool tier_conf_nodename_valid (const char *name)
@@ -143,6 +147,7 @@ struct tier_conf *tier_conf_create (const char *node)
         || !(conf->slurm_user = strdup ("slurm"))
         || !(conf->slurm_conf = strdup (""))
         || !(conf->metrics_file = strdup (""))
+        || !(conf->site_policy_dir = strdup (TIER_SYSCONFDIR "/policies.d"))
         || !(conf->node = strdup (node ? node : ""))) {
         tier_conf_destroy (conf);
         return NULL;

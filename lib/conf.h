@@ -43,6 +43,7 @@ struct tier_conf {
     uint64_t stats_interval_ms; /* StatsInterval: snapshots this often */
     uint64_t stats_retention;   /* StatsRetention (s): ended jobs' stats */
     char *metrics_file;         /* MetricsFile: node_exporter textfile */
+    char *site_policy_dir;      /* SitePolicyDir: site policies (*.json) */
     char *node;                 /* the NodeName %n expanded to */
 };
 

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* policy.h - the agent's side of directory policies: freezing a job's
+ * effective set when it starts, and the requests about it */
+#ifndef TIER_AGENT_POLICY_H
+#define TIER_AGENT_POLICY_H
+
+#include <jansson.h>
+
+#include "lib/error.h"
+#include "agent.h"
+
+/* Freeze job's effective policy set (site + the user's store + the job's
+ * options), once for the whole job: the first node to write
+ * SharedStateDir/users/USER/jobs/JOB.RESTART/policy.json wins and every
+ * other node reads that one; each node keeps a copy with its registry
+ * (StateDir/policies/).  Never fails the registration: problems are
+ * logged and recorded in the set.  Returns a summary for the
+ * job.register reply (NULL if out of memory).
+ */
+json_t *policy_job_freeze (struct agent *a, const struct store_job *job);
+
+/* Add the summary pol (consumed) to the job.register reply res as
+ * "policy"; returns res.
+ */
+json_t *policy_reply (json_t *pol, json_t *res);
+
+/* job.policy {job_id, restart?}: the frozen set of a job on this node
+ * (its owner, root and SlurmUser).
+ */
+json_t *op_job_policy (struct agent *a, struct conn *c, json_t *req,
+                       tier_error_t *error);
+
+/* user.ensure {}: make the caller's own directory in SharedStateDir (the
+ * uid from SO_PEERCRED, never a claimed name), as at job registration.
+ */
+json_t *op_user_ensure (struct agent *a, struct conn *c, json_t *req,
+                        tier_error_t *error);
+
+#endif /* !TIER_AGENT_POLICY_H */
