@@ -113,3 +113,27 @@ put("evt", [
     b"run,node,seconds\nr1,n1,-1\nr1,n1,nan\n",
     b"run,node\nr1,n1\n",
 ])
+
+# fuzz_policy: a first byte picks the parser (D document as site or user
+# layer, F frozen set, O job options), the rest is the text
+put("policy", [
+    b'D' + open(os.path.join(os.path.dirname(top), "..", "..", "policies",
+                             "presets", "blast.json"), "rb").read(),
+    b'D' + open(os.path.join(os.path.dirname(top), "..", "..", "policies",
+                             "presets", "site-example.json"), "rb").read(),
+    b'D{"version":1,"policies":{"/a/b":{"role":"batch","ttl":"7d",'
+    b'"revalidate":0},"/a/b/tmp/":{"role":"none"},"//a//bc":{"role":'
+    b'"pipeline","size":"16M","keep":"always"}}}',
+    b'D{"version":1,"policies":{"/g":{"role":"endpoint","window":"64M",'
+    b'"block":"1M","prefetch":"stride","tier":"nvdimm"},"/g/in":{"role":'
+    b'"batch"},"/x/../y":{"role":"none"}}}',
+    b'D{"version":1,"policies":{"/s":{"role":"none","locked":true},'
+    b'"/s/u":{"role":"batch","share":"world","comment":"\\u00e9"}}}',
+    b'D{"version":2,"policies":{"rel":{"role":"x"}},"extra":1}',
+    b'F[{"dir":"/a","layer":"site","source":"/etc/tier/policies.d/a.json",'
+    b'"role":"pipeline","locked":true},{"dir":"/a/b","layer":"user",'
+    b'"source":"s","role":"batch","ttl":"1h30m"},{"dir":"/a/b/c","layer":'
+    b'"job","source":"--tier-batch","role":"batch"}]',
+    b'O{"cache":"auto","keep":"on-failure","scratch":"/gfs/run:16M,'
+    b'/gfs/r2","batch":"/gfs/db,/gfs/db/x","stage_out":"/gfs/o,/gfs/o%a"}',
+])

@@ -6,7 +6,7 @@ test_description='fuzz every parser for a bounded time (libFuzzer, ASan, UBSan)'
 # $TIER_SRCDIR and run from its seed corpus tests/fuzz/corpus/<name>/
 # (read only: new inputs go to the trash directory) for TIER_FUZZ_SECONDS
 # (default 13; the small targets names and evt get a third of it), about
-# 75 s in all.  A crash, a leak, an ASan or UBSan report or a failed
+# 90 s in all.  A crash, a leak, an ASan or UBSan report or a failed
 # check fails the test; the input that did it is kept in the trash
 # directory.  Under TIER_SKIP_INTEGRATION=1 (make distcheck from
 # tests/run) the default is 2 s: the main build fuzzed already.
@@ -48,6 +48,8 @@ sources_of () {
         names) echo agent/peer.c lib/state.c lib/counters.c lib/log.c \
                    lib/error.c ;;
         evt) echo lib/evt_csv.c lib/error.c ;;
+        policy) echo policies/policy.c policies/resolve.c lib/paths.c \
+                    lib/units.c lib/error.c ;;
     esac
 }
 
@@ -59,6 +61,7 @@ fuzz_build () {
     done
     _libs=""
     [ "$_n" = tjson ] && _libs="$(pkg-config --cflags --libs jansson)"
+    [ "$_n" = policy ] && _libs="$(pkg-config --cflags --libs jansson)"
     [ "$_n" = evt ] && _libs=-lm
     # shellcheck disable=SC2086
     "$FUZZ_CC" $FUZZ_FLAGS -Wall -Wextra -Wno-unused-parameter \
@@ -96,9 +99,10 @@ fuzz_stats () {
         "${_eps:-?} exec/s, ${_cov:-cov: ?}"
 }
 
-for name in tjson msgreader conf opts names evt; do
+for name in tjson msgreader conf opts names evt policy; do
     prereq=CLANG
     [ "$name" = tjson ] && prereq=CLANG,JANSSON
+    [ "$name" = policy ] && prereq=CLANG,JANSSON
     secs=$fuzz_seconds
     case $name in names|evt) secs=$small_seconds ;; esac
     test_expect_success "$prereq" "fuzz_$name builds" "fuzz_build $name"
