@@ -128,8 +128,10 @@ static int user_dir (struct ctl *ctl, struct layers *l, bool ensure)
                                    l->uid, &error);
     }
     if (fd < 0) {
-        if (errno != ENOENT || ensure)
+        int e = errno;
+        if (e != ENOENT || ensure)
             fprintf (stderr, "tierctl: %s\n", error.text);
+        errno = e;
         return -1;
     }
     return fd;
@@ -169,13 +171,15 @@ static int load_for_reading (struct ctl *ctl, struct layers *l,
 
     if (layers_init (l, ctl, user) < 0)
         return -1;
-    if (l->conf->shared_state_dir[0]
-        && (ufd = user_dir (ctl, l, false)) >= 0) {
-        int rc = read_store (l, ufd);
+    if (!l->conf->shared_state_dir[0])
+        return 0;
+    if ((ufd = user_dir (ctl, l, false)) < 0)
+        return errno == ENOENT ? 0 : -1;        /* no store yet: fine */
+    if (read_store (l, ufd) < 0) {
         close (ufd);
-        if (rc < 0)
-            return -1;
+        return -1;
     }
+    close (ufd);
     return 0;
 }
 
@@ -465,7 +469,9 @@ int cmd_set (struct ctl *ctl, int argc, char **argv)
         goto out;
     }
     if ((lost = newly_refused (&l, out0, ref0, ref1, &reason))) {
-        fprintf (stderr, "tierctl set policy: refused: %s\n",
+        fprintf (stderr, "tierctl set policy: refused: the %s policy of %s "
+                 "would no longer apply: %s\n",
+                 tier_policy_layer_name (lost->layer), lost->dir,
                  reason ? reason : "?");
         goto out;
     }

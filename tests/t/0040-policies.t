@@ -1,0 +1,229 @@
+#!/bin/bash
+test_description='directory policies: tierctl, layers, locked site policies, frozen job sets'
+. "$(dirname "$0")/../lib/tap.sh"
+. "$TIER_SRCDIR/tests/lib/cluster.sh"
+
+test_have_prereq ROOT,SLURM,USERS || skip_all "needs root, Slurm and the users alice and bob"
+PY=/usr/bin/python3
+
+test_expect_success 'start the cluster' 'cluster_start'
+[ -n "${CLUSTER:-}" ] && [ -f "$SLURM_CONF" ] || bail_out "no cluster"
+TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf -N n1"
+SITE=$CLUSTER/etc/policies.d
+STATE=$GFS/.tier
+field () { $PY -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
+alice () { as_user alice $TIERCTL "$@"; }
+bob () { as_user bob $TIERCTL "$@"; }
+show_role () { as_user "$1" $TIERCTL show policy --json "$2" | field 'd["role"] + " " + d["layer"]'; }
+job_role () { as_user "$1" $TIERCTL show policy --json --job "$2" "$3" | field 'd["role"] + " " + d["layer"]'; }
+running () { test "$(job_state "$1")" = RUNNING; }
+no_drain () { ! sinfo -h -R | grep .; }
+
+# alice's directories on the GFS
+for d in db/tmp proj runs out secure; do
+    mkdir -p "$GFS/alice/$d"
+done
+chown -R alice:alice "$GFS/alice"
+A=$GFS/alice
+
+test_expect_code 2 'tierctl set without arguments is a usage error' 'alice set'
+test_expect_code 2 'tierctl set policy DIR without a role is a usage error' \
+    'alice set policy $A/db'
+test_expect_code 2 'an unknown role is a usage error' \
+    'alice set policy $A/db archive 2>$TRASH/e && cat $TRASH/e >&2'
+test_expect_success 'a bad value names the command line and the key' '
+    ! alice set policy $A/db batch --ttl 7x 2>$TRASH/e; cat $TRASH/e &&
+    grep -q "command line: policy .$A/db.: key .ttl.: not a duration" $TRASH/e &&
+    ! alice set policy $A/db batch --keep always 2>$TRASH/e; cat $TRASH/e &&
+    grep -q "key .keep.: does not apply to role batch" $TRASH/e &&
+    ! alice set policy $A/db batch --share world 2>$TRASH/e; cat $TRASH/e &&
+    grep -q "key .share.: is for site policies only" $TRASH/e
+'
+test_expect_success 'tierctl help lists the policy commands; help set explains' '
+    alice help | grep -q "^  set " && alice help | grep -q "^  show " &&
+    alice help set | grep -q "usage: tierctl set policy DIR ROLE"
+'
+test_expect_success 'without an agent on the node, set policy says who makes the directory' '
+    ! test -d $STATE/users/alice &&
+    ! alice set policy $A/db batch 2>$TRASH/e; cat $TRASH/e &&
+    grep -q "the node.s agent makes it" $TRASH/e
+'
+test_expect_success 'start the agent of n1' '
+    $CLUSTER/lib/tierd -c $CLUSTER/etc/tier.conf -N n1 &&
+    wait_for 10 $TIERCTL ping
+'
+test_expect_success 'alice sets db batch and db/tmp none before her first job' '
+    alice set policy $A/db batch --ttl 7d &&
+    (cd $A/db && alice set policy tmp/ none) &&
+    stat -c "%U %a" $STATE/users/alice | grep -qx "alice 700" &&
+    stat -c "%U %a" $STATE/users/alice/policies.json | grep -qx "alice 600" &&
+    ! ls -a $STATE/users/alice | grep "^\.policies"
+'
+test_expect_success 'show policy: db/x is batch (user layer), db/tmp/y is none' '
+    alice show policy $A/db/x | tee $TRASH/out &&
+    grep -q "^$A/db/x: batch" $TRASH/out &&
+    grep -q "from the user layer: the policy of $A/db in $STATE/users/alice/policies.json" $TRASH/out &&
+    grep -q "ttl=7d revalidate=30s" $TRASH/out &&
+    test "$(show_role alice $A/db/x)" = "batch user" &&
+    test "$(show_role alice $A/db/tmp/y)" = "none user" &&
+    alice show policy --json $A/db/tmp/y | field "d[\"dir\"]" | grep -qx "$A/db/tmp"
+'
+test_expect_success 'resolution: component boundaries, trailing slashes, . and ..' '
+    mkdir -p $GFS/alice/dbx && chown alice $GFS/alice/dbx &&
+    test "$(show_role alice $A/dbx/f)" = "none default" &&
+    test "$(show_role alice $A/db/)" = "batch user" &&
+    test "$(show_role alice $A/db/tmp/../x)" = "batch user" &&
+    test "$(show_role alice $A/db/./tmp//y/)" = "none user" &&
+    (cd $A/db/tmp && test "$(show_role alice .)" = "none user" &&
+     test "$(show_role alice ..)" = "batch user")
+'
+test_expect_success 'a symlinked directory resolves to its target' '
+    as_user alice ln -s $A/db $A/dblink &&
+    test "$(show_role alice $A/dblink/x)" = "batch user" &&
+    as_user alice ln -s $A/runs $A/runlink &&
+    alice set policy $A/runlink pipeline --size 64M 2>$TRASH/e && cat $TRASH/e &&
+    grep -q "note: $A/runlink resolves to $A/runs" $TRASH/e &&
+    test "$(show_role alice $A/runs/f)" = "pipeline user"
+'
+test_expect_success 'refused: outside AllowedRoots, inside tier'"'"'s own directories' '
+    ! alice set policy /tmp batch 2>$TRASH/e; cat $TRASH/e &&
+    grep -q "refused: /tmp is outside the directories tier may act on (AllowedRoots)" $TRASH/e &&
+    ! alice set policy $STATE/users/alice/x batch 2>$TRASH/e; cat $TRASH/e &&
+    grep -q "one of tier.s own directories" $TRASH/e &&
+    ! alice set policy $GFS pipeline 2>$TRASH/e; cat $TRASH/e &&
+    grep -q "contains $STATE" $TRASH/e
+'
+test_expect_success 'a directory that does not exist is a warning, not an error' '
+    alice set policy $A/later endpoint 2>$TRASH/e && cat $TRASH/e &&
+    grep -q "warning: $A/later does not exist" $TRASH/e
+'
+test_expect_success 'nesting that changes mounts is refused when set, either way round' '
+    ! alice set policy $A/runs/sub none 2>$TRASH/e; cat $TRASH/e &&
+    grep -q "lies inside the pipeline directory $A/runs" $TRASH/e &&
+    ! alice set policy $A/later/p pipeline 2>$TRASH/e; cat $TRASH/e &&
+    grep -q "inside the endpoint directory $A/later" $TRASH/e &&
+    ! alice set policy $A/db pipeline 2>$TRASH/e; cat $TRASH/e &&
+    grep -q "the user policy of $A/db/tmp would no longer apply" $TRASH/e &&
+    test "$(show_role alice $A/db/x)" = "batch user"
+'
+test_expect_success 'unset policy removes one directory; an unknown one is an error' '
+    alice unset policy $A/later &&
+    ! alice unset policy $A/later 2>$TRASH/e && grep -q "no policy for $A/later" $TRASH/e &&
+    test "$(show_role alice $A/later)" = "none default"
+'
+test_expect_success 'bob cannot read alice'"'"'s store, nor plant one for her' '
+    ! as_user bob cat $STATE/users/alice/policies.json &&
+    ! as_user bob sh -c "echo {} > $STATE/users/alice/policies.json" &&
+    ! as_user bob ls $STATE/users/alice &&
+    ! bob show policy --user alice $A/db/x 2>$TRASH/e; cat $TRASH/e &&
+    grep -q "Permission denied\|refused" $TRASH/e &&
+    ! bob list policies --user alice
+'
+test_expect_success 'bob'"'"'s policies are his: alice still sees hers' '
+    bob set policy $A/db none &&
+    test "$(show_role bob $A/db/x)" = "none user" &&
+    test "$(show_role alice $A/db/x)" = "batch user" &&
+    stat -c %U $STATE/users/bob/policies.json | grep -qx bob
+'
+test_expect_success 'list policies: in force, and every layer with --json' '
+    alice list policies | tee $TRASH/l &&
+    grep -q "^$A/db  *batch  *user  *ttl=7d" $TRASH/l &&
+    alice list policies --all-layers --json >$TRASH/l.json &&
+    field "sorted(p[\"dir\"] for p in d[\"policies\"])" <$TRASH/l.json | grep -q "$A/runs"
+'
+# the site layer
+cat >"$SITE/10-site.json" <<EOF
+{ "version": 1, "policies": {
+    "$A/secure": { "role": "none", "locked": true },
+    "$A/proj": { "role": "batch", "ttl": "1d" },
+    "$GFS/apps": { "role": "batch", "share": "world" } } }
+EOF
+chmod 644 "$SITE/10-site.json"
+test_expect_success 'a site policy applies where alice has none' '
+    test "$(show_role alice $A/proj/x)" = "batch site" &&
+    alice show policy $A/proj/x | grep -q "in $SITE/10-site.json"
+'
+test_expect_success 'a locked site policy beats alice'"'"'s, and refuses hers when set' '
+    ! alice set policy $A/secure/mine batch 2>$TRASH/e; cat $TRASH/e &&
+    grep -q "lies under the locked site policy $A/secure" $TRASH/e &&
+    alice set policy $A/proj none &&
+    test "$(show_role alice $A/proj/x)" = "none user" &&
+    sed -i "s|\"$A/proj\": { \"role\": \"batch\", \"ttl\": \"1d\" }|\"$A/proj\": { \"role\": \"batch\", \"locked\": true }|" $SITE/10-site.json &&
+    cat $SITE/10-site.json &&
+    test "$(show_role alice $A/proj/x)" = "batch site" &&
+    alice show policy $A/proj/x | grep -q "locked by the site" &&
+    alice list policies --all-layers | grep "^$A/proj .* user " | grep -q "refused: .*locked site policy"
+'
+test_expect_success 'a malformed site file is reported with file and key and skipped' '
+    printf "{\"version\":1,\"policies\":{\"$A/x\":{\"role\":\"batch\",\"tll\":\"1d\"}}}" >$SITE/20-bad.json &&
+    chmod 644 $SITE/20-bad.json &&
+    alice show policy $A/db/x >$TRASH/o 2>$TRASH/e; cat $TRASH/o $TRASH/e &&
+    grep -q "warning: site policies: $SITE/20-bad.json: policy .$A/x.: key .tll.: unknown key; the file is skipped" $TRASH/e &&
+    grep -q "^$A/db/x: batch" $TRASH/o &&
+    test "$(show_role alice $A/proj/x)" = "batch site"
+'
+test_expect_success 'a site file others can write is refused' '
+    cp $SITE/10-site.json $SITE/30-open.json && chmod 666 $SITE/30-open.json &&
+    alice show policy $A/db/x 2>$TRASH/e >/dev/null; cat $TRASH/e &&
+    grep -q "$SITE/30-open.json: must be owned by root and writable by root only; skipped" $TRASH/e &&
+    chown alice $SITE/30-open.json && chmod 644 $SITE/30-open.json &&
+    alice show policy $A/db/x 2>$TRASH/e >/dev/null; cat $TRASH/e &&
+    grep -q "30-open.json: must be owned by root" $TRASH/e &&
+    rm -f $SITE/30-open.json
+'
+# jobs freeze their set
+test_expect_success 'a running job freezes its set; every node of it applies the same' '
+    cd $GFS/home/alice &&
+    J1=$(as_user alice sbatch --parsable -N2 --tier-cache=auto \
+         --tier-batch=$A/out -o j1.out --wrap "srun -N2 true; sleep 60") &&
+    echo "job $J1" && wait_for 60 running $J1 &&
+    wait_for 60 test -f $STATE/users/alice/jobs/$J1.0/policy.json &&
+    wait_for 60 sh -c "ls $CLUSTER/state/n*/policies/$J1.0.json 2>/dev/null | wc -l | grep -qx 2" &&
+    stat -c "%U %a" $STATE/users/alice/jobs/$J1.0/policy.json | grep -qx "alice 600" &&
+    n=$(ls $CLUSTER/state/n*/policies/$J1.0.json) && echo $n &&
+    test "$(md5sum $n | cut -d" " -f1 | sort -u | wc -l)" = 1 &&
+    cmp $(echo $n | cut -d" " -f1) $STATE/users/alice/jobs/$J1.0/policy.json &&
+    test "$(job_role alice $J1 $A/db/x)" = "batch user" &&
+    test "$(job_role alice $J1 $A/out/f)" = "batch job" &&
+    test "$(job_role alice $J1 $A/proj/x)" = "batch site"
+'
+test_expect_success 'the node'"'"'s agent answers show policy --job from its registry' '
+    node=$(ls $CLUSTER/state/n*/policies/$J1.0.json | tail -n 1 | sed "s|.*/state/\(n[0-9]*\)/.*|\1|") &&
+    echo "node $node" &&
+    mv $STATE/users/alice/jobs/$J1.0 $STATE/users/alice/jobs/.away &&
+    as_user alice $TIERCTL -N $node show policy --job $J1 $A/db/x | tee $TRASH/o &&
+    grep -q "^job $J1, $A/db/x: batch" $TRASH/o &&
+    mv $STATE/users/alice/jobs/.away $STATE/users/alice/jobs/$J1.0
+'
+test_expect_success 'bob cannot read alice'"'"'s frozen job set' '
+    ! bob show policy --job $J1 $A/db/x 2>$TRASH/e; cat $TRASH/e &&
+    grep -q "belongs to another user" $TRASH/e &&
+    ! as_user bob cat $STATE/users/alice/jobs/$J1.0/policy.json
+'
+test_expect_success 'a change applies to the next job; the running one keeps its own' '
+    alice unset policy $A/db &&
+    alice set policy $A/db/tmp batch --ttl 1h &&
+    test "$(show_role alice $A/db/x)" = "none default" &&
+    J2=$(sbatch_wait alice -w n3 --tier-cache=auto -o j2.out --wrap true) &&
+    echo "job $J2" &&
+    test "$(job_role alice $J2 $A/db/x)" = "none default" &&
+    test "$(job_role alice $J2 $A/db/tmp/y)" = "batch user" &&
+    running $J1 &&
+    test "$(job_role alice $J1 $A/db/x)" = "batch user" &&
+    test "$(job_role alice $J1 $A/db/tmp/y)" = "none user" &&
+    as_user alice $TIERCTL -N n3 show policy --job $J2 | tee $TRASH/o &&
+    grep -q "frozen on node n3" $TRASH/o
+'
+test_expect_success 'a job option inside a pipeline directory wins; the refusal is recorded' '
+    J3=$(sbatch_wait alice -w n3 --tier-cache=auto --tier-batch=$A/runs/db -o j3.out --wrap true) &&
+    test "$(job_role alice $J3 $A/runs/db/x)" = "batch job" &&
+    test "$(job_role alice $J3 $A/runs/f)" = "none default" &&
+    as_user alice $TIERCTL show policy --job $J3 --json | field "[r[\"dir\"] for r in d[\"refused\"]]" | grep -q "$A/runs"
+'
+test_expect_success 'the agent logged the malformed site file with file and key' '
+    grep -q "site policies: $SITE/20-bad.json: policy .$A/x.: key .tll.: unknown key" $CLUSTER/log/tierd-n3.log
+'
+test_expect_success 'end the running job; no node was drained' '
+    scancel $J1 && wait_for 60 job_done $J1 && no_drain
+'
+test_done
