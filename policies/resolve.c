@@ -99,7 +99,8 @@ int tier_policy_check_roots (const struct tier_policy *p,
             return tier_errprintf (error, "%s lies inside %s, one of tier's "
                                    "own directories", p->dir, own);
         }
-        if (tier_policy_role_mounts (p->role) && tier_path_under (own, p->dir)) {
+        if (tier_policy_role_mounts (p->role)
+            && tier_path_under (own, p->dir)) {
             errno = EPERM;
             return tier_errprintf (error, "%s contains %s, one of tier's own "
                                    "directories: a %s directory cannot",
