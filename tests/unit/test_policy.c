@@ -186,8 +186,8 @@ static void test_errors (void **state)
         tier_error_t error;
         struct tier_policy_set *set = tier_policy_set_create ();
         (void) snprintf (text, sizeof (text),
-                         P ("\"/g\":{\"role\":\"none\",\"\\u001b[31m%0300d\":1}"),
-                         0);
+                         P ("\"/g\":{\"role\":\"none\","
+                            "\"\\u001b[31m%0300d\":1}"), 0);
         assert_int_equal (tier_policy_parse (set, text, strlen (text), U,
                                              "f", &error), -1);
         assert_null (strchr (error.text, '\033'));
