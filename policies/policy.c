@@ -858,9 +858,11 @@ char *tier_policy_dump (const struct tier_policy_set *set,
     json_t *doc, *pols;
     char *s;
 
-    if (!(doc = json_object ()) || !(pols = json_object ())
+    /* json_object_set_new consumes pols even when it fails */
+    if (!(doc = json_object ())
         || json_object_set_new (doc, "version",
                                 json_integer (TIER_POLICY_FORMAT)) < 0
+        || !(pols = json_object ())
         || json_object_set_new (doc, "policies", pols) < 0)
         goto nomem;
     for (int i = 0; set && i < set->n; i++) {

@@ -143,13 +143,18 @@ static int refuse (json_t *refused, const struct tier_policy *p,
 
     if (!refused)
         return 0;
-    if (!(o = tier_policy_to_json (p, true))
-        || json_object_set_new (o, "reason", json_string (reason)) < 0
-        || json_array_append_new (refused, o) < 0) {
-        errno = ENOMEM;
-        return -1;
+    if (!(o = tier_policy_to_json (p, true)))
+        goto nomem;
+    if (json_object_set_new (o, "reason", json_string (reason)) < 0) {
+        json_decref (o);
+        goto nomem;
     }
+    if (json_array_append_new (refused, o) < 0)     /* consumes o */
+        goto nomem;
     return 0;
+nomem:
+    errno = ENOMEM;
+    return -1;
 }
 
 static const struct tier_policy *locked_over (const struct tier_policy_set *in,
