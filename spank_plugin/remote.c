@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <slurm/spank.h>
 
 #include "lib/conf.h"
@@ -240,6 +241,19 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
     (void) spank_setenv (sp, "TIER_BATCH_ID", v, 1);
     if (tier_conf_socket_path (tier.conf, v, sizeof (v)) == 0)
         (void) spank_setenv (sp, "TIER_SOCKET", v, 1);
+    /* the interposer, for jobs with batch-shared directories (in front of
+     * whatever the job preloads already) */
+    if (tier.opts.batch[0] && access (tier.args.preload, R_OK) == 0) {
+        char old[4096] = "";
+        if (spank_getenv (sp, "LD_PRELOAD", old, sizeof (old))
+            != ESPANK_SUCCESS)
+            old[0] = '\0';
+        if (!strstr (old, tier.args.preload)) {
+            (void) snprintf (v, sizeof (v), "%s%s%s", tier.args.preload,
+                             old[0] ? ":" : "", old);
+            (void) spank_setenv (sp, "LD_PRELOAD", v, 1);
+        }
+    }
     return 0;
 }
 
