@@ -102,5 +102,12 @@ test_expect_success 'scancel during stage-in stops the copy' '
     b=$(gfsemu_stat "$GFS" home/alice/in/big read_bytes) && echo "read $b of 503316480" &&
     test "$b" -lt 503316480 && test ! -e $(cat $CLUSTER/run/nvdimm.path)/n1/$id
 '
+test_expect_success 'without PrologFlags=Alloc, a node stages when the job reaches it' '
+    id=$(cd $H && as_user alice sbatch --parsable -N2 -w n1,n2 --tier-stage-in=$H/in/q1.txt -o $OUT/na.out \
+        --wrap "sleep 4; srun -N2 cat $H/in/q1.txt >/dev/null; echo done") &&
+    wait_for 30 test -e $CLUSTER/run/ns/n1/$id/stage.status && sleep 1 &&
+    test ! -e $CLUSTER/run/ns/n2/$id/stage.status &&
+    wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED && grep -q done $OUT/na.out
+'
 test_expect_success 'no node was drained' 'no_drain'
 test_done
