@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,33 +171,39 @@ int tier_stage_bind (const struct tier_conf *conf, uint32_t job_id,
         char src[PATH_MAX + 64];
         const char *base = strrchr (items[k], '/') + 1;
         struct stat st;
-        int sfd, tfd, e;
+        int sfd, tfd;
 
         /* the copy: a file named like the input, or the tree's root */
+        bool is_dir = false;
         (void) snprintf (src, sizeof (src), "%s/%u/stage/%d/%s",
                          conf->nvdimm_dir, job_id, k, base);
-        if (lstat (src, &st) < 0 || !S_ISREG (st.st_mode))
+        if (lstat (src, &st) < 0 || !S_ISREG (st.st_mode)) {
             (void) snprintf (src, sizeof (src), "%s/%u/stage/%d",
                              conf->nvdimm_dir, job_id, k);
+            is_dir = true;
+        }
         if ((sfd = open (src, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0) {
             rc = tier_errprintf (error, "stage-in: the copy of %s is "
                                  "missing", items[k]);
             break;
         }
-        /* the target, as the user sees it in the job */
-        if (tier_as_user (&m) < 0) {
+        /* the target, as the user sees it in the job, beneath its allowed
+         * root (never a symlink out of it: a bind over /etc/passwd in a
+         * job with setuid binaries would give root), of the same type */
+        if ((tfd = tier_resolve_path (&m, "--tier-stage-in", items[k],
+                                      is_dir ? TIER_RESOLVE_DIR : 0,
+                                      error)) < 0) {
             close (sfd);
-            rc = tier_errprintf (error, "cannot take the user's "
-                                 "credentials");
+            rc = -1;
             break;
         }
-        tfd = open (items[k], O_PATH | O_CLOEXEC);
-        e = errno;
-        tier_as_root ();
-        if (tfd < 0) {
+        if (fstat (tfd, &st) < 0
+            || (is_dir ? !S_ISDIR (st.st_mode) : !S_ISREG (st.st_mode))) {
             close (sfd);
-            rc = tier_errprintf (error, "stage-in: %s: %s", items[k],
-                                 strerror (e));
+            close (tfd);
+            errno = EINVAL;
+            rc = tier_errprintf (error, "stage-in: %s changed type since it "
+                                 "was staged", items[k]);
             break;
         }
         if (tier_bind_ro (sfd, tfd, error) < 0) {

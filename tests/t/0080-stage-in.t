@@ -81,6 +81,12 @@ test_expect_success 'an input outside AllowedRoots fails the job' '
     id=$(sbatch_wait alice -w n2 --tier-stage-in=/etc/hostname -o /dev/null -e $OUT/a.err --wrap true) &&
     test "$(job_state $id)" = FAILED && grep -q "outside the directories tier may act on" $OUT/a.err
 '
+test_expect_success 'an input that is a symlink out of AllowedRoots is refused' '
+    as_user alice ln -sfn /etc/passwd $H/in/pw &&
+    id=$(sbatch_wait alice -w n2 --tier-stage-in=$H/in/pw -o /dev/null -e $OUT/l.err --wrap "cat $H/in/pw") &&
+    test "$(job_state $id)" = FAILED && cat $OUT/l.err &&
+    grep -q "$H/in/pw: a symlink or .\.\.. leads out of its root" $OUT/l.err
+'
 test_expect_success 'bob cannot stage alice'"'"'s private input' '
     as_user alice mkdir -m 700 $H/private && as_user alice sh -c "echo s > $H/private/s" &&
     id=$(sbatch_wait bob -w n2 --tier-stage-in=$H/private/s -o /dev/null -e $GFS/home/bob/b.err --wrap true) &&
