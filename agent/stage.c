@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -69,12 +70,14 @@ static int64_t now_ms (void)
 /* stage.status, replaced atomically (the stager is root). */
 static void write_status (const struct tier_conf *conf, uint32_t job,
                           const char *state, uint64_t done, uint64_t total,
-                          uint64_t files, int64_t ms, const char *err)
+                          uint64_t files, uint64_t gfs, int64_t ms,
+                          const char *err)
 {
-    json_t *o = json_pack ("{s:s s:I s:I s:I s:I s:s}", "state", state,
+    json_t *o = json_pack ("{s:s s:I s:I s:I s:I s:I s:s}", "state", state,
                            "done", (json_int_t) done,
                            "total", (json_int_t) total,
                            "files", (json_int_t) files,
+                           "gfs", (json_int_t) gfs,
                            "ms", (json_int_t) ms, "error", err ? err : "");
     char *s = o ? json_dumps (o, JSON_COMPACT) : NULL;
     char tmp[64];
@@ -154,12 +157,53 @@ static uint64_t tree_bytes (int dirfd, int depth)
 /* The copier: the user's credentials only.  Reports on fd:
  *   T total | P done | D files bytes | E message
  */
+/* A file input through the node's stage cache: NvdimmDir/.stagecache/UID/
+ * keyed by the source's version (inode, size, mtime, ctime).  Tasks of a
+ * batch staging the same file on a node copy it once (the others wait on
+ * the key's lock, then hard-link the copy into their own stage directory).
+ */
+static int cached_copy (int cachefd, int srcfd, const struct stat *st,
+                        int dstfd, const char *base,
+                        const struct tier_copy_opts *opts,
+                        struct tier_copy_result *res, bool *hit,
+                        tier_error_t *error)
+{
+    char key[160], lock[170];
+    int lfd, rc;
+
+    *hit = false;
+    if (cachefd < 0)
+        return tier_copy_fd (srcfd, dstfd, base, opts, res, error);
+    (void) snprintf (key, sizeof (key), "%llx-%llx-%lld.%09ld-%lld.%09ld",
+                     (unsigned long long) st->st_ino,
+                     (unsigned long long) st->st_size,
+                     (long long) st->st_mtim.tv_sec, st->st_mtim.tv_nsec,
+                     (long long) st->st_ctim.tv_sec, st->st_ctim.tv_nsec);
+    (void) snprintf (lock, sizeof (lock), "%s.lock", key);
+    if ((lfd = openat (cachefd, lock, O_RDWR | O_CREAT | O_CLOEXEC
+                       | O_NOFOLLOW, 0600)) < 0 || flock (lfd, LOCK_EX) < 0) {
+        if (lfd >= 0)
+            close (lfd);
+        return tier_copy_fd (srcfd, dstfd, base, opts, res, error);
+    }
+    if (linkat (cachefd, key, dstfd, base, 0) == 0) {
+        *hit = true;
+        res->files = 1;
+        res->bytes = (uint64_t) st->st_size;
+        rc = 0;
+    }
+    else if ((rc = tier_copy_fd (srcfd, dstfd, base, opts, res, error)) == 0)
+        (void) linkat (dstfd, base, cachefd, key, 0);
+    close (lfd);
+    return rc;
+}
+
 static void copier (const struct tier_conf *conf, const struct stage_req *r,
-                    const int *dstfds, int fd)
+                    const int *dstfds, int cachefd, int fd)
 {
     int srcfds[STAGE_ITEMS_MAX];
     struct stat sts[STAGE_ITEMS_MAX];
-    uint64_t total = 0, files = 0, bytes = 0;
+    uint64_t total = 0, files = 0, bytes = 0, gfs = 0;
     struct progress prog = { .fd = fd };
     char line[PATH_MAX + 128];
     int n;
@@ -225,11 +269,13 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
         const char *base = strrchr (r->items[k], '/') + 1;
         int rc;
 
+        bool hit = false;
+
         memset (&res, 0, sizeof (res));
         prog.base = bytes;
         if (S_ISREG (sts[k].st_mode))
-            rc = tier_copy_fd (srcfds[k], dstfds[k], base, &opts, &res,
-                               &error);
+            rc = cached_copy (cachefd, srcfds[k], &sts[k], dstfds[k], base,
+                              &opts, &res, &hit, &error);
         else
             rc = tier_copy_tree (srcfds[k], dstfds[k], &opts, &res, &error);
         if (rc < 0) {
@@ -240,9 +286,12 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
         }
         files += res.files;
         bytes += res.bytes + res.hole_bytes;
+        if (!hit)
+            gfs += res.bytes + res.hole_bytes;
     }
-    n = snprintf (line, sizeof (line), "D %llu %llu\n",
-                  (unsigned long long) files, (unsigned long long) bytes);
+    n = snprintf (line, sizeof (line), "D %llu %llu %llu\n",
+                  (unsigned long long) files, (unsigned long long) bytes,
+                  (unsigned long long) gfs);
     (void) write (fd, line, n);
     _exit (0);
 }
@@ -250,9 +299,9 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
 /* The stager: root, its own process group. */
 static void stager (const struct tier_conf *conf, struct stage_req *r)
 {
-    int dstfds[STAGE_ITEMS_MAX], p[2], rootfd, jobfd, stfd;
+    int dstfds[STAGE_ITEMS_MAX], p[2], rootfd, jobfd, stfd, cachefd;
     char name[32], buf[8192], err[PATH_MAX + 128] = "";
-    uint64_t total = 0, done = 0, files = 0;
+    uint64_t total = 0, done = 0, files = 0, gfs = 0;
     size_t got = 0;
     int64_t t0 = now_ms ();
     bool ok = false;
@@ -260,10 +309,10 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
     int status;
 
     (void) setpgid (0, 0);
-    write_status (conf, r->job_id, "copying", 0, 0, 0, 0, NULL);
+    write_status (conf, r->job_id, "copying", 0, 0, 0, 0, 0, NULL);
     if ((rootfd = open (conf->nvdimm_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
                         | O_CLOEXEC)) < 0) {
-        write_status (conf, r->job_id, "failed", 0, 0, 0, 0,
+        write_status (conf, r->job_id, "failed", 0, 0, 0, 0, 0,
                       "the node's NVDIMM tier is not available");
         _exit (1);
     }
@@ -280,19 +329,43 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
         if ((dstfds[k] = openat (stfd, name, O_RDONLY | O_DIRECTORY
                                  | O_NOFOLLOW | O_CLOEXEC)) < 0
             || fchown (dstfds[k], r->uid, r->gid) < 0) {
-            write_status (conf, r->job_id, "failed", 0, 0, 0, 0,
+            write_status (conf, r->job_id, "failed", 0, 0, 0, 0, 0,
                           "cannot prepare the stage directory");
             _exit (1);
         }
     }
+    {
+        /* the node's stage cache for this user */
+        char uidname[32];
+        int cfd;
+        (void) mkdirat (rootfd, ".stagecache", 0700);
+        cachefd = -1;
+        if ((cfd = openat (rootfd, ".stagecache", O_RDONLY | O_DIRECTORY
+                           | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+            struct stat cst;
+            (void) snprintf (uidname, sizeof (uidname), "%u",
+                             (unsigned) r->uid);
+            if (mkdirat (cfd, uidname, 0700) == 0)
+                (void) fchownat (cfd, uidname, r->uid, r->gid,
+                                 AT_SYMLINK_NOFOLLOW);
+            cachefd = openat (cfd, uidname, O_RDONLY | O_DIRECTORY
+                              | O_NOFOLLOW | O_CLOEXEC);
+            if (cachefd >= 0 && (fstat (cachefd, &cst) < 0
+                                 || cst.st_uid != r->uid)) {
+                close (cachefd);
+                cachefd = -1;
+            }
+            close (cfd);
+        }
+    }
     if (pipe2 (p, O_CLOEXEC) < 0 || (pid = fork ()) < 0) {
-        write_status (conf, r->job_id, "failed", 0, 0, 0, 0, "fork failed");
+        write_status (conf, r->job_id, "failed", 0, 0, 0, 0, 0, "fork failed");
         _exit (1);
     }
     if (pid == 0) {
         close (p[0]);
         close (rootfd);
-        copier (conf, r, dstfds, p[1]);
+        copier (conf, r, dstfds, cachefd, p[1]);
     }
     close (p[1]);
     for (;;) {
@@ -313,14 +386,15 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
             else if (buf[0] == 'D') {
                 char *end;
                 files = strtoull (buf + 2, &end, 10);
-                done = strtoull (end, NULL, 10);
+                done = strtoull (end, &end, 10);
+                gfs = strtoull (end, NULL, 10);
                 ok = true;
             }
             else if (buf[0] == 'E')
                 (void) snprintf (err, sizeof (err), "%.4000s", buf + 2);
             if (buf[0] != 'D' && buf[0] != 'E')
                 write_status (conf, r->job_id, "copying", done, total, files,
-                              now_ms () - t0, NULL);
+                              gfs, now_ms () - t0, NULL);
             got -= (nl + 1 - buf);
             memmove (buf, nl + 1, got + 1);
         }
@@ -331,7 +405,7 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
     if (!ok && !err[0])
         (void) snprintf (err, sizeof (err), "the copy was interrupted");
     write_status (conf, r->job_id, ok ? "done" : "failed", done, total, files,
-                  now_ms () - t0, ok ? NULL : err);
+                  gfs, now_ms () - t0, ok ? NULL : err);
     _exit (ok ? 0 : 1);
 }
 
@@ -392,7 +466,7 @@ json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
     (void) snprintf (path, sizeof (path), "%s/%u", a->conf->namespace_dir,
                      r.job_id);
     (void) mkdir (path, 0700);
-    write_status (a->conf, r.job_id, "queued", 0, 0, 0, 0, NULL);
+    write_status (a->conf, r.job_id, "queued", 0, 0, 0, 0, 0, NULL);
     if ((pid = fork ()) < 0) {
         tier_errprintf (error, "fork: %s", strerror (errno));
         return NULL;
@@ -404,6 +478,46 @@ json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
                           pidbuf);
     tier_log (LOG_INFO, "job %u: staging in %d item(s)", r.job_id, r.nitems);
     return json_pack ("{s:I s:b}", "job_id", job_id, "started", 1);
+}
+
+struct uid_ctx {
+    uid_t uid;
+    uint32_t except;
+    bool found;
+};
+
+static int uid_cb (const struct store_job *j, void *arg)
+{
+    struct uid_ctx *uc = arg;
+
+    if (j->state == STORE_JOB_RUNNING && j->uid == uc->uid
+        && j->job_id != uc->except) {
+        uc->found = true;
+        return 1;
+    }
+    return 0;
+}
+
+/* The user's stage cache goes when their last job on the node ends (the
+ * jobs' own stage directories hold their hard links until then). */
+static void drop_cache (struct agent *a, const struct store_job *job)
+{
+    struct uid_ctx uc = { .uid = job->uid, .except = job->job_id };
+    tier_error_t error;
+    char path[PATH_MAX], name[32];
+    int fd;
+
+    if (!a->conf->nvdimm_dir[0]
+        || store_job_foreach (a->store, uid_cb, &uc, &error) < 0 || uc.found)
+        return;
+    (void) snprintf (path, sizeof (path), "%s/.stagecache",
+                     a->conf->nvdimm_dir);
+    if ((fd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+        < 0)
+        return;
+    (void) snprintf (name, sizeof (name), "%u", (unsigned) job->uid);
+    (void) tier_rmtree_at (fd, name, &error);
+    close (fd);
 }
 
 /* At job end: stop a stage-in still running (scancel), and count it. */
@@ -437,11 +551,12 @@ void stage_job_end (struct agent *a, const struct store_job *job)
         ctr_add (a, job, TIER_ROLE_ENDPOINT, TIER_CTR_STAGE_IN_MS,
                  json_integer_value (json_object_get (o, "ms")));
         ctr_add (a, job, TIER_ROLE_ENDPOINT, TIER_CTR_GFS_BYTES_READ,
-                 json_integer_value (json_object_get (o, "done")));
+                 json_integer_value (json_object_get (o, "gfs")));
         ctr_add (a, job, TIER_ROLE_ENDPOINT, TIER_CTR_OPS,
                  json_integer_value (json_object_get (o, "files")));
     }
     else
         ctr_add (a, job, TIER_ROLE_ENDPOINT, TIER_CTR_FAILURES, 1);
     json_decref (o);
+    drop_cache (a, job);
 }

@@ -66,6 +66,17 @@ t=json.load(open(sys.argv[1]))[\"roles\"][\"endpoint\"]
 print(t[\"stage_in_files\"], t[\"stage_in_bytes\"])
 assert t[\"stage_in_files\"]==6*3 and t[\"stage_in_bytes\"]==6*(100000+9), t" $TRASH/s.json
 '
+test_expect_success 'an input shared by a batch is copied once per node' '
+    as_user alice sh -c "head -c 5000000 /dev/urandom > $H/in/shared" && gfsemu_reset "$GFS" &&
+    id=$(sbatch_wait alice --array=1-6 --tier-stage-in=$H/in/shared -o /dev/null \
+        --wrap "sha256sum $H/in/shared > $OUT/sh-\$SLURM_ARRAY_TASK_ID") &&
+    test "$(job_state $id)" = COMPLETED &&
+    test "$(cat $OUT/sh-* | sort -u | wc -l)" = 1 &&
+    n=$(for t in 1 2 3 4 5 6; do scontrol show job ${id}_$t | sed -n "s/^ *NodeList=\(n[0-9]\).*/\1/p" | head -1; done | sort -u | wc -l) &&
+    b=$(gfsemu_stat "$GFS" home/alice/in/shared read_bytes) &&
+    echo "$n nodes, read $b bytes" && test "$b" -ge 5000000 && test "$b" -le $((n * 5000000)) &&
+    for nd in n1 n2 n3; do test -z "$(ls -A $(cat $CLUSTER/run/nvdimm.path)/$nd/.stagecache 2>/dev/null)" || exit 1; done
+'
 test_expect_success 'the staged inputs are read-only in the job' '
     (cd $H && as_user alice srun -w n1 --tier-stage-in=$H/in/q1.txt sh -c "echo x > $H/in/q1.txt") 2>$TRASH/ro;
     cat $TRASH/ro && grep -q "Read-only file system" $TRASH/ro
