@@ -84,6 +84,11 @@ json_t *ctr_to_json (const struct tier_counters *c);
 /* stats.c: per-batch snapshots for tierctl stats, node metrics */
 void stats_tick (struct agent *a, bool force);
 
+/* stage.c: stage-in */
+json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
+                     tier_error_t *error);
+void stage_job_end (struct agent *a, const struct store_job *job);
+
 /* tiers.c */
 void tiers_init (struct agent *a);
 json_t *tiers_json (struct agent *a);

@@ -365,6 +365,7 @@ static json_t *op_job_end (struct agent *a, struct conn *c, json_t *req,
         }
     }
     if (job.state == STORE_JOB_RUNNING) {
+        stage_job_end (a, &job);
         job.state = STORE_JOB_ENDED;
         job.ended = time (NULL);
         if (store_job_put (a->store, &job, error) < 0)
@@ -633,6 +634,7 @@ static const struct rpc_op ops[] = {
     { "ping", op_ping, false },
     { "job.register", op_job_register, true },
     { "job.end", op_job_end, true },
+    { "job.stage_in", op_stage_in, true },
     { "jobs", op_jobs, false },
     { "job.show", op_job_show, false },
     { "whoami", op_whoami, false },

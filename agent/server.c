@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -361,6 +362,9 @@ static void do_timer (struct agent *a)
     struct conn *c, *next;
 
     while (read (a->timerfd, &ticks, sizeof (ticks)) == sizeof (ticks))
+        ;
+    /* stagers and other children that ended */
+    while (waitpid (-1, NULL, WNOHANG) > 0)
         ;
     for (c = a->conns; c; c = next) {
         next = c->next;

@@ -65,6 +65,7 @@ static const struct conf_key keys[] = {
     { "AgentTimeout", CONF_MSEC, OFF (agent_timeout_ms), 0 },
     { "StatsInterval", CONF_MSEC, OFF (stats_interval_ms), 0 },
     { "StatsRetention", CONF_SEC, OFF (stats_retention), 0 },
+    { "StageInTimeout", CONF_SEC, OFF (stage_in_timeout), 0 },
     { "MetricsFile", CONF_PATH_EMPTY, OFF (metrics_file), 0 },
     { "SitePolicyDir", CONF_PATH_EMPTY, OFF (site_policy_dir), 0 },
 };
@@ -136,6 +137,7 @@ struct tier_conf *tier_conf_create (const char *node)
     conf->agent_timeout_ms = 10000;
     conf->stats_interval_ms = 5000;
     conf->stats_retention = 7 * 86400;
+    conf->stage_in_timeout = 1800;
     if (!(conf->socket_dir = strdup ("/run/tier"))
         || !(conf->state_dir = strdup ("/var/lib/tier"))
         || !(conf->namespace_dir = strdup ("/run/tier/ns"))

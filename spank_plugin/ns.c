@@ -123,6 +123,13 @@ static bool under_any (const char *path, const struct tier_conf *conf)
 int tier_resolve_dir (const struct mount_ctx *m, const char *option,
                       const char *dir, tier_error_t *error)
 {
+    return tier_resolve_path (m, option, dir, TIER_RESOLVE_DIR
+                              | TIER_RESOLVE_WRITABLE, error);
+}
+
+int tier_resolve_path (const struct mount_ctx *m, const char *option,
+                       const char *dir, int flags, tier_error_t *error)
+{
     const struct tier_conf *conf = m->conf;
     const char *root = NULL, *rel;
     char norm[PATH_MAX];
@@ -156,7 +163,9 @@ int tier_resolve_dir (const struct mount_ctx *m, const char *option,
         return tier_errprintf (error, "%s: %s: %s", option, root,
                                strerror (e));
     }
-    fd = tier_path_open_beneath (rootfd, rel, O_PATH | O_DIRECTORY, 0, 0);
+    fd = tier_path_open_beneath (rootfd, rel, O_PATH
+                                 | ((flags & TIER_RESOLVE_DIR)
+                                    ? O_DIRECTORY : 0), 0, 0);
     e = errno;
     close (rootfd);
     if (fd < 0) {
@@ -169,8 +178,9 @@ int tier_resolve_dir (const struct mount_ctx *m, const char *option,
                                strerror (e));
     }
     /* the user must be able to write it (AT_EACCESS: the fs ids) */
-    if (syscall (SYS_faccessat2, fd, "", W_OK | X_OK,
-                 AT_EMPTY_PATH | AT_EACCESS) < 0) {
+    if ((flags & TIER_RESOLVE_WRITABLE)
+        && syscall (SYS_faccessat2, fd, "", W_OK | X_OK,
+                    AT_EMPTY_PATH | AT_EACCESS) < 0) {
         e = errno;
         close (fd);
         tier_as_root ();
@@ -315,7 +325,7 @@ int tier_mount_ctx_user (struct mount_ctx *m, uid_t uid, gid_t gid,
 
 bool tier_ns_wanted (void)
 {
-    return tier.opts.scratch[0] != '\0';
+    return tier.opts.scratch[0] != '\0' || tier.opts.stage_in[0] != '\0';
 }
 
 int tier_ns_prolog (const struct tier_conf *conf, uint32_t job_id, uid_t uid,

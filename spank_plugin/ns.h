@@ -39,4 +39,17 @@ void tier_as_root (void);
 int tier_resolve_dir (const struct mount_ctx *m, const char *option,
                       const char *dir, tier_error_t *error);
 
+/* The same for any path: TIER_RESOLVE_DIR requires a directory,
+ * TIER_RESOLVE_WRITABLE that the user may write it.  Every mount target
+ * goes through here: beneath AllowedRoots, never one of tier's own
+ * directories, no symlink leading out (a bind over /etc/passwd in a job
+ * with setuid binaries would be root).
+ */
+enum {
+    TIER_RESOLVE_DIR = 1,
+    TIER_RESOLVE_WRITABLE = 2,
+};
+int tier_resolve_path (const struct mount_ctx *m, const char *option,
+                       const char *path, int flags, tier_error_t *error);
+
 #endif /* !TIER_SPANK_NS_H */

@@ -25,12 +25,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <slurm/spank.h>
 
 #include "lib/conf.h"
+#include "lib/jobns.h"
 #include "lib/tjson.h"
 #include "opts.h"
 #include "spawn.h"
+#include "stage.h"
 #include "tier.h"
 
 #define NO_VAL32 0xfffffffeU
@@ -167,6 +170,52 @@ static int register_job (spank_t sp, tier_error_t *error)
     return 0;
 }
 
+/* Expand --tier-stage-in for this task of the job, and have the agent
+ * start copying (it does so once per job and node; the prolog may have
+ * asked already).  A failure is reported when the tasks start.
+ */
+static void stage_in_start (spank_t sp)
+{
+    struct tier_pattern_ctx ctx = { .job_id = tier.job_id,
+                                    .array_job_id = tier.batch_id,
+                                    .is_array = tier.is_array,
+                                    .node_name = tier.conf->node };
+    uint32_t task = 0, nodeid = 0;
+    char name[256] = "", user[64] = "";
+    struct passwd pw, *pwp = NULL;
+    char buf[4096];
+    tier_error_t error;
+    uid_t uid;
+    gid_t gid;
+    int n;
+
+    if (spank_get_item (sp, S_JOB_UID, &uid) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
+        return;
+    if (spank_get_item (sp, S_JOB_ARRAY_TASK_ID, &task) == ESPANK_SUCCESS)
+        ctx.array_task_id = task;
+    if (spank_get_item (sp, S_JOB_NODEID, &nodeid) == ESPANK_SUCCESS)
+        ctx.node_index = nodeid;
+    if (spank_getenv (sp, "SLURM_JOB_NAME", name, sizeof (name))
+        != ESPANK_SUCCESS)
+        (void) snprintf (name, sizeof (name), "job");
+    if (getpwuid_r (uid, &pw, buf, sizeof (buf), &pwp) == 0 && pwp)
+        (void) snprintf (user, sizeof (user), "%s", pw.pw_name);
+    ctx.job_name = name;
+    ctx.user = user;
+    if ((n = tier_stage_expand (tier.opts.stage_in, &ctx, tier.stage_items,
+                                TIER_STAGE_ITEMS_MAX, &error)) < 0
+        || tier_stage_start (tier.conf, tier.job_id, uid, gid,
+                             tier.stage_items, n, &error) < 0) {
+        (void) snprintf (tier.ns_error, sizeof (tier.ns_error), "%s",
+                         error.text);
+        tier.stage_n = -1;
+        return;
+    }
+    tier.stage_n = n;
+    tier.stage_started = 1;
+}
+
 int tier_remote_init_post_opt (spank_t sp)
 {
     tier_error_t error = { { 0 } };
@@ -198,6 +247,8 @@ int tier_remote_init_post_opt (spank_t sp)
             slurm_error ("tier: job %u: %s", tier.job_id, error.text);
         }
     }
+    if (tier.ns_ok && tier.opts.stage_in[0])
+        stage_in_start (sp);
     return 0;
 fail:
     (void) snprintf (tier.agent_error, sizeof (tier.agent_error), "%s",
@@ -240,7 +291,33 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
     (void) spank_setenv (sp, "TIER_BATCH_ID", v, 1);
     if (tier_conf_socket_path (tier.conf, v, sizeof (v)) == 0)
         (void) spank_setenv (sp, "TIER_SOCKET", v, 1);
+    /* the interposer, for jobs with batch-shared directories (in front of
+     * whatever the job preloads already) */
+    if (tier.opts.batch[0] && access (tier.args.preload, R_OK) == 0) {
+        char old[4096] = "";
+        if (spank_getenv (sp, "LD_PRELOAD", old, sizeof (old))
+            != ESPANK_SUCCESS)
+            old[0] = '\0';
+        if (!strstr (old, tier.args.preload)) {
+            (void) snprintf (v, sizeof (v), "%s%s%s", tier.args.preload,
+                             old[0] ? ":" : "", old);
+            (void) spank_setenv (sp, "LD_PRELOAD", v, 1);
+        }
+    }
     return 0;
+}
+
+static bool gone_ask (uint32_t job_id)
+{
+    if (!tier_job_gone (job_id))
+        return false;
+    (void) tier_ns_mark (tier.conf->namespace_dir, job_id, "cancelled");
+    return true;
+}
+
+static bool gone_marker (uint32_t job_id)
+{
+    return tier_ns_marked (tier.conf->namespace_dir, job_id, "cancelled");
 }
 
 /* The node-side check of the options, from the job's real items. */
@@ -279,12 +356,42 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
         slurm_error ("tier: --tier-cache=required: %s", tier.ns_error);
         return -1;
     }
+    if (tier.stage_n < 0) {
+        /* endpoint inputs that cannot be staged fail the job */
+        slurm_error ("tier: %s", tier.ns_error);
+        return -1;
+    }
+    if (tier.stage_started) {
+        uint32_t local = 1;
+        (void) spank_get_item (sp, S_TASK_ID, &local);
+        /* the node's first task asks slurmctld; the others look for its
+         * marker (one RPC per node, not per task) */
+        if (tier_stage_wait (tier.conf, tier.job_id, local == 0,
+                             local == 0 ? gone_ask : gone_marker,
+                             &error) < 0) {
+            slurm_error ("tier: %s", error.text);
+            return -1;
+        }
+    }
     if (tier.ns_ok && tier_ns_join (&error) < 0) {
-        if (tier_effective_mode () == TIER_CACHE_REQUIRED) {
-            slurm_error ("tier: --tier-cache=required: %s", error.text);
+        if (tier_effective_mode () == TIER_CACHE_REQUIRED
+            || tier.stage_started) {
+            slurm_error ("tier: %s", error.text);
             return -1;
         }
         slurm_spank_log ("tier: warning: %s", error.text);
+        return 0;
+    }
+    if (tier.stage_started) {
+        uid_t uid;
+        gid_t gid;
+        if (spank_get_item (sp, S_JOB_UID, &uid) != ESPANK_SUCCESS
+            || spank_get_item (sp, S_JOB_GID, &gid) != ESPANK_SUCCESS
+            || tier_stage_bind (tier.conf, tier.job_id, uid, gid,
+                                tier.stage_items, tier.stage_n, &error) < 0) {
+            slurm_error ("tier: %s", error.text);
+            return -1;
+        }
     }
     return 0;
 }

@@ -13,6 +13,8 @@
 #include "config.h"
 #endif
 #include <errno.h>
+#include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@
 #include "keep.h"
 #include "opts.h"
 #include "spawn.h"
+#include "stage.h"
 #include "submit.h"
 #include "tier.h"
 
@@ -232,6 +235,25 @@ bool tier_job_failed (uint32_t job_id)
     return failed;
 }
 
+/* Is the job over (cancelled, failed, completing)?  From the job record. */
+bool tier_job_gone (uint32_t job_id)
+{
+    job_info_msg_t *msg = NULL;
+    bool gone = false;
+
+    if (slurm_load_job (&msg, job_id, SHOW_ALL) != SLURM_SUCCESS || !msg)
+        return false;                   /* cannot tell: keep waiting */
+    for (uint32_t i = 0; i < msg->record_count; i++) {
+        job_info_t *j = &msg->job_array[i];
+        uint32_t base = j->job_state & JOB_STATE_BASE;
+        if (j->job_id == job_id)
+            gone = (base != JOB_RUNNING && base != JOB_PENDING)
+                   || (j->job_state & JOB_COMPLETING);
+    }
+    slurm_free_job_info_msg (msg);
+    return gone;
+}
+
 /* Fill tier.opts from spank_option_getopt (JOB_SCRIPT context, where the
  * option callbacks do not run).  A bad value leaves the job untiered here;
  * the job itself fails in task_init_privileged.
@@ -243,6 +265,53 @@ static void getopt_all (spank_t sp)
         if (spank_option_getopt (sp, o, &v) == ESPANK_SUCCESS && v)
             (void) opt_cb (o->val, v, 1);
     }
+}
+
+/* Start stage-in from the prolog: the earliest point (with
+ * PrologFlags=Alloc, at allocation on every node).  The prolog has no
+ * array items: one job-record lookup gives them, and the node's index.
+ */
+static void prolog_stage_in (const struct tier_conf *conf, uint32_t job_id,
+                             uid_t uid, gid_t gid)
+{
+    static char items[TIER_STAGE_ITEMS_MAX][PATH_MAX];
+    struct tier_pattern_ctx ctx = { .job_id = job_id, .node_name = conf->node };
+    job_info_msg_t *msg = NULL;
+    struct passwd pw, *pwp = NULL;
+    char buf[4096], name[256] = "job", user[64] = "";
+    tier_error_t error;
+    int n;
+
+    if (slurm_load_job (&msg, job_id, SHOW_ALL) != SLURM_SUCCESS || !msg)
+        return;                         /* the first step starts it */
+    for (uint32_t i = 0; i < msg->record_count; i++) {
+        job_info_t *j = &msg->job_array[i];
+        if (j->job_id != job_id)
+            continue;
+        ctx.is_array = j->array_job_id != 0;
+        ctx.array_job_id = j->array_job_id ? j->array_job_id : job_id;
+        ctx.array_task_id = j->array_task_id;
+        if (j->name)
+            (void) snprintf (name, sizeof (name), "%s", j->name);
+        if (j->nodes) {
+            hostlist_t hl = slurm_hostlist_create (j->nodes);
+            if (hl) {
+                int idx = slurm_hostlist_find (hl, conf->node);
+                ctx.node_index = idx > 0 ? (uint32_t) idx : 0;
+                slurm_hostlist_destroy (hl);
+            }
+        }
+    }
+    slurm_free_job_info_msg (msg);
+    if (getpwuid_r (uid, &pw, buf, sizeof (buf), &pwp) == 0 && pwp)
+        (void) snprintf (user, sizeof (user), "%s", pw.pw_name);
+    ctx.job_name = name;
+    ctx.user = user;
+    if ((n = tier_stage_expand (tier.opts.stage_in, &ctx, items,
+                                TIER_STAGE_ITEMS_MAX, &error)) < 0
+        || tier_stage_start (conf, job_id, uid, gid, items, n, &error) < 0)
+        slurm_error ("tier: prolog of job %u: stage-in: %s", job_id,
+                     error.text);
 }
 
 /* The prolog runs once per job per node, as root, in the host namespace
@@ -273,10 +342,16 @@ int slurm_spank_job_prolog (spank_t sp, int ac, char **av)
     if (conf->enabled && tier_ns_wanted ()) {
         uint32_t job_id = 0;
         uid_t uid = 0;
+        gid_t gid = 0;
         if (spank_get_item (sp, S_JOB_ID, &job_id) == ESPANK_SUCCESS
             && spank_get_item (sp, S_JOB_UID, &uid) == ESPANK_SUCCESS
-            && tier_ns_prolog (conf, job_id, uid, &error) < 0)
-            slurm_error ("tier: prolog of job %u: %s", job_id, error.text);
+            && spank_get_item (sp, S_JOB_GID, &gid) == ESPANK_SUCCESS) {
+            if (tier_ns_prolog (conf, job_id, uid, &error) < 0)
+                slurm_error ("tier: prolog of job %u: %s", job_id,
+                             error.text);
+            else if (tier.opts.stage_in[0])
+                prolog_stage_in (conf, job_id, uid, gid);
+        }
     }
     tier_conf_destroy (conf);
     return 0;
@@ -338,14 +413,7 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
                          (unsigned long long) st.bytes,
                          (unsigned long long) st.copyups);
     }
-    /* the namespace and the job's tier data; if something is still
-     * inside, the agent retries once it is gone */
-    {
-        int rc = tier_job_reclaim (conf->namespace_dir, conf->nvdimm_dir,
-                                   job_id, &error);
-        if (rc != 0)
-            slurm_error ("tier: epilog of job %u: %s", job_id, error.text);
-    }
+
     if (tier_agent_call (conf, body, &reply, (int) conf->agent_timeout_ms,
                          &error) < 0) {
         if (errno == ENOENT && strstr (error.text, "not registered"))
@@ -359,6 +427,15 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
             slurm_error ("tier: epilog of job %u: %s", job_id, error.text);
     }
     free (reply);
+    /* then the namespace and the job's tier data (the agent has stopped a
+     * stage-in still running); if something is still inside, the agent
+     * retries once it is gone */
+    {
+        int rc = tier_job_reclaim (conf->namespace_dir, conf->nvdimm_dir,
+                                   job_id, &error);
+        if (rc != 0)
+            slurm_error ("tier: epilog of job %u: %s", job_id, error.text);
+    }
     tier_conf_destroy (conf);
     return 0;
 }

@@ -4,6 +4,7 @@
 #ifndef TIER_SPANK_TIER_H
 #define TIER_SPANK_TIER_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -31,6 +32,9 @@ struct tier_plugin {
     int ns_ok;                  /* the job's namespace is ready to join */
     int scratch_denied;         /* the agent refused the reservation */
     int batch_status;           /* batch script: 1 failed, 0 ok */
+    int stage_n;                /* --tier-stage-in items, expanded */
+    char stage_items[64][PATH_MAX];
+    int stage_started;          /* the agent was asked to copy them */
     char ns_error[600];         /* why not */
 };
 
@@ -46,6 +50,7 @@ int tier_remote_init_post_opt (spank_t sp);
 struct tier_conf *tier_load_conf (tier_error_t *error);
 
 bool tier_job_failed (uint32_t job_id);
+bool tier_job_gone (uint32_t job_id);
 
 /* ns.c: the job's mount namespace */
 bool tier_ns_wanted (void);

@@ -11,7 +11,7 @@
 TIER_CLUSTER_CMD="$TIER_SRCDIR/tests/cluster/tier-cluster"
 
 cluster_start () {
-    CLUSTER="$TRASH/cluster"
+    CLUSTER="$TRASH/${CLUSTER_NAME:-cluster}"
     QUIET=1 "$TIER_CLUSTER_CMD" start "$CLUSTER" "$@" \
         >"$TRASH/cluster-start.log" 2>&1 || {
         cat "$TRASH/cluster-start.log" | sed 's/^/# /'

@@ -59,6 +59,12 @@ test_expect_success 'an srun -N3 -n6 step: each task has its own node socket' '
     done <"$TRASH/srun.out" &&
     test "$(awk "{print \$3}" "$TRASH/srun.out" | sort -u | wc -l)" = 3
 '
+test_expect_success 'with --tier-batch the interposer is preloaded into the tasks, else not' '
+    (cd "$GFS/home/alice" && as_user alice srun -w n1 --tier-batch=$GFS/home/alice sh -c "echo \$LD_PRELOAD") >"$TRASH/pre1" &&
+    (cd "$GFS/home/alice" && as_user alice srun -w n1 --tier-cache=auto sh -c "echo P\$LD_PRELOAD") >"$TRASH/pre2" &&
+    cat "$TRASH/pre1" "$TRASH/pre2" &&
+    grep -qx "$CLUSTER/lib/libtier_preload.so" "$TRASH/pre1" && grep -qx P "$TRASH/pre2"
+'
 test_expect_success 'an inner srun gets its own node values, not the batch host''s' '
     id=$(sbatch_wait alice -N2 --tier-cache=auto -o inner.out \
          --wrap "srun -N2 sh -c '\''$view'\''") &&

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* stage.h - the plugin's side of stage-in (libc only) */
+#ifndef TIER_SPANK_STAGE_H
+#define TIER_SPANK_STAGE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <slurm/spank.h>
+
+#include "lib/conf.h"
+#include "lib/error.h"
+#include "opts.h"
+
+#define TIER_STAGE_ITEMS_MAX 64
+
+/* Expand the --tier-stage-in list for this job; returns the count. */
+int tier_stage_expand (const char *list, const struct tier_pattern_ctx *ctx,
+                       char items[][PATH_MAX], int max, tier_error_t *error);
+
+/* Ask the node's agent to copy the items (it does so once per job). */
+int tier_stage_start (const struct tier_conf *conf, uint32_t job_id,
+                      uid_t uid, gid_t gid, char items[][PATH_MAX], int n,
+                      tier_error_t *error);
+
+/* Wait until the copies are done (progress every 10 s when report), up to
+ * StageInTimeout, or until gone(job_id) says the job was cancelled (asked
+ * every 3 s).  -1 with the failure (naming the path) otherwise.
+ */
+int tier_stage_wait (const struct tier_conf *conf, uint32_t job_id,
+                     bool report, bool (*gone) (uint32_t job_id),
+                     tier_error_t *error);
+
+/* Bind the copies read-only over their paths, once per job and node (the
+ * caller is in the job's namespace).
+ */
+int tier_stage_bind (const struct tier_conf *conf, uint32_t job_id,
+                     uid_t uid, gid_t gid, char items[][PATH_MAX], int n,
+                     tier_error_t *error);
+
+#endif /* !TIER_SPANK_STAGE_H */

@@ -1,0 +1,130 @@
+#!/bin/bash
+test_description='stage-in: endpoint inputs on the fast tier before the tasks start'
+. "$(dirname "$0")/../lib/tap.sh"
+. "$TIER_SRCDIR/tests/lib/cluster.sh"
+. "$TIER_SRCDIR/tests/lib/gfsemu.sh"
+
+test_have_prereq ROOT,SLURM,FUSE || skip_all "needs root, Slurm and FUSE"
+# the GFS is capped so that a large input takes seconds to stage
+test_expect_success 'start the cluster (GFS capped at 40 MiB/s)' '
+    cluster_start --gfs-opts bandwidth=40M
+'
+[ -n "${CLUSTER:-}" ] || bail_out "no cluster"
+H=$GFS/home/alice
+OUT=$H/out
+TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
+no_drain () { ! sinfo -h -R | grep .; }
+as_user alice mkdir -p "$H/in/tree/sub" "$OUT"
+for i in 1 2 3 4 5 6; do as_user alice sh -c "head -c 100000 /dev/urandom > $H/in/q$i.txt"; done
+as_user alice sh -c "echo leaf > $H/in/tree/sub/leaf; echo top > $H/in/tree/top"
+(cd $H/in && sha256sum q*.txt) >$TRASH/inputs.sum
+
+cat >"$H/task.sh" <<'EOF2'
+#!/bin/bash
+# record what this task read, change the GFS copy behind its back, read again
+i=$SLURM_ARRAY_TASK_ID; H=$1
+sha256sum $H/in/q$i.txt | cut -d" " -f1 > $H/out/read-$i
+cat $H/in/tree/sub/leaf > $H/out/tree-$i
+grep -c " $H/in" /proc/self/mountinfo > $H/out/binds-$i
+touch $H/out/ready-$i
+while [ ! -e $H/out/changed ]; do sleep 0.2; done
+sha256sum $H/in/q$i.txt | cut -d" " -f1 > $H/out/reread-$i
+EOF2
+chmod 755 "$H/task.sh"; chown alice "$H/task.sh"
+
+test_expect_success 'a 6-task array with per-task inputs (q%a) and a tree' '
+    gfsemu_reset "$GFS" &&
+    id=$(cd $H && as_user alice sbatch --parsable --array=1-6 \
+        --tier-stage-in=$H/in/q%a.txt,$H/in/tree -o $OUT/t-%a.out -e $OUT/t-%a.err \
+        "$H/task.sh" "$H") &&
+    for i in 1 2 3 4 5 6; do wait_for 60 test -e $OUT/ready-$i || exit 1; done &&
+    for i in 1 2 3 4 5 6; do as_user alice sh -c "echo changed > $H/in/q$i.txt"; done &&
+    touch $OUT/changed && wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED &&
+    echo $id >$TRASH/id
+'
+test_expect_success 'each task read its own input, from the tier, bound at its GFS path' '
+    for i in 1 2 3 4 5 6; do
+        test "$(cat $OUT/read-$i)" = "$(sed -n "s/  q$i.txt$//p" $TRASH/inputs.sum)" || exit 1
+        test "$(cat $OUT/tree-$i)" = leaf && test "$(cat $OUT/binds-$i)" = 2 || exit 1
+    done
+'
+test_expect_success 'a snapshot: the change made on the GFS after stage-in is not seen' '
+    for i in 1 2 3 4 5 6; do test "$(cat $OUT/reread-$i)" = "$(cat $OUT/read-$i)" || exit 1; done
+'
+test_expect_success 'the emulator counted one read of each input' '
+    for i in 1 2 3 4 5 6; do
+        b=$(gfsemu_stat "$GFS" home/alice/in/q$i.txt read_bytes) &&
+        echo "q$i: $b" && test "$b" = 100000 || exit 1
+    done
+'
+test_expect_success 'stage-in counters: files, bytes, time' '
+    sleep 3 && id=$(cat $TRASH/id) && ls -la $GFS/.tier/users/alice/stats/$id/ &&
+    (cd $H && as_user alice $TIERCTL stats --batch $id --json) >$TRASH/s.json &&
+    python3 -c "
+import json,sys
+t=json.load(open(sys.argv[1]))[\"roles\"][\"endpoint\"]
+print(t[\"stage_in_files\"], t[\"stage_in_bytes\"])
+assert t[\"stage_in_files\"]==6*3 and t[\"stage_in_bytes\"]==6*(100000+9), t" $TRASH/s.json
+'
+test_expect_success 'an input shared by a batch is copied once per node' '
+    as_user alice sh -c "head -c 5000000 /dev/urandom > $H/in/shared" && gfsemu_reset "$GFS" &&
+    id=$(sbatch_wait alice --array=1-6 --tier-stage-in=$H/in/shared -o /dev/null \
+        --wrap "sha256sum $H/in/shared > $OUT/sh-\$SLURM_ARRAY_TASK_ID") &&
+    test "$(job_state $id)" = COMPLETED &&
+    test "$(cat $OUT/sh-* | sort -u | wc -l)" = 1 &&
+    n=$(for t in 1 2 3 4 5 6; do scontrol show job ${id}_$t | sed -n "s/^ *NodeList=\(n[0-9]\).*/\1/p" | head -1; done | sort -u | wc -l) &&
+    b=$(gfsemu_stat "$GFS" home/alice/in/shared read_bytes) &&
+    echo "$n nodes, read $b bytes" && test "$b" -ge 5000000 && test "$b" -le $((n * 5000000)) &&
+    for nd in n1 n2 n3; do test -z "$(ls -A $(cat $CLUSTER/run/nvdimm.path)/$nd/.stagecache 2>/dev/null)" || exit 1; done
+'
+test_expect_success 'the staged inputs are read-only in the job' '
+    (cd $H && as_user alice srun -w n1 --tier-stage-in=$H/in/q1.txt sh -c "echo x > $H/in/q1.txt") 2>$TRASH/ro;
+    cat $TRASH/ro && grep -q "Read-only file system" $TRASH/ro
+'
+test_expect_success 'a missing input fails the job cleanly, naming the path' '
+    id=$(sbatch_wait alice -w n2 --tier-stage-in=$H/in/nope.txt -o $OUT/m.out -e $OUT/m.err --wrap "echo ran") &&
+    test "$(job_state $id)" = FAILED && cat $OUT/m.err &&
+    grep -q "tier: stage-in failed: $H/in/nope.txt: No such file or directory" $OUT/m.err &&
+    ! grep -q ran $OUT/m.out && no_drain &&
+    test "$(scontrol show job $id | grep -o "Restarts=[0-9]*")" = Restarts=0
+'
+test_expect_success 'an input outside AllowedRoots fails the job' '
+    id=$(sbatch_wait alice -w n2 --tier-stage-in=/etc/hostname -o /dev/null -e $OUT/a.err --wrap true) &&
+    test "$(job_state $id)" = FAILED && grep -q "outside the directories tier may act on" $OUT/a.err
+'
+test_expect_success 'an input that is a symlink out of AllowedRoots is refused' '
+    as_user alice ln -sfn /etc/passwd $H/in/pw &&
+    id=$(sbatch_wait alice -w n2 --tier-stage-in=$H/in/pw -o /dev/null -e $OUT/l.err --wrap "cat $H/in/pw") &&
+    test "$(job_state $id)" = FAILED && cat $OUT/l.err &&
+    grep -q "$H/in/pw: a symlink or .\.\.. leads out of its root" $OUT/l.err
+'
+test_expect_success 'bob cannot stage alice'"'"'s private input' '
+    as_user alice mkdir -m 700 $H/private && as_user alice sh -c "echo s > $H/private/s" &&
+    id=$(sbatch_wait bob -w n2 --tier-stage-in=$H/private/s -o /dev/null -e $GFS/home/bob/b.err --wrap true) &&
+    test "$(job_state $id)" = FAILED && cat $GFS/home/bob/b.err && grep -q "Permission denied" $GFS/home/bob/b.err
+'
+test_expect_success 'a long stage-in shows progress on stderr' '
+    as_user alice sh -c "head -c 480M /dev/zero > $H/in/big" &&
+    id=$(sbatch_wait alice -w n3 --tier-stage-in=$H/in/big -o /dev/null -e $OUT/p.err --wrap "wc -c < $H/in/big") &&
+    cat $OUT/p.err && grep -q "tier: staging in: .* of 480.0 MiB" $OUT/p.err
+'
+test_expect_success 'scancel during stage-in stops the copy' '
+    gfsemu_reset "$GFS" &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-in=$H/in/big -o /dev/null --wrap true) &&
+    wait_for 30 test -e $CLUSTER/run/ns/n1/$id/stage.pid && sleep 2 &&
+    p=$(cat $CLUSTER/run/ns/n1/$id/stage.pid) && kill -0 $p &&
+    scancel $id && wait_for 30 job_done $id &&
+    wait_for 10 sh -c "! kill -0 $p 2>/dev/null" &&
+    grep -q "job $id ended during stage-in: copies stopped" $CLUSTER/log/tierd-n1.log &&
+    b=$(gfsemu_stat "$GFS" home/alice/in/big read_bytes) && echo "read $b of 503316480" &&
+    test "$b" -lt 503316480 && test ! -e $(cat $CLUSTER/run/nvdimm.path)/n1/$id
+'
+test_expect_success 'without PrologFlags=Alloc, a node stages when the job reaches it' '
+    id=$(cd $H && as_user alice sbatch --parsable -N2 -w n1,n2 --tier-stage-in=$H/in/q1.txt -o $OUT/na.out \
+        --wrap "sleep 4; srun -N2 cat $H/in/q1.txt >/dev/null; echo done") &&
+    wait_for 30 test -e $CLUSTER/run/ns/n1/$id/stage.status && sleep 1 &&
+    test ! -e $CLUSTER/run/ns/n2/$id/stage.status &&
+    wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED && grep -q done $OUT/na.out
+'
+test_expect_success 'no node was drained' 'no_drain'
+test_done
