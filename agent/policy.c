@@ -616,3 +616,61 @@ json_t *op_user_ensure (struct agent *a, struct conn *c, json_t *req,
     return json_pack ("{s:s s:s}", "user", pw.pw_name, "dir",
                       a->conf->shared_state_dir);
 }
+
+/* The pipeline directories of a job's frozen set (this node's copy), as
+ * "DIR[:SIZE],..." for the plugin's scratch mounts, and the sum of their
+ * sizes for the node's reservation.  A directory whose name has a ','
+ * cannot travel in that list: it is left out, with a log line.
+ */
+int policy_job_pipeline (struct agent *a, const struct store_job *job,
+                         char *out, size_t size, uint64_t *reserve)
+{
+    struct tier_policy_set *set = tier_policy_set_create ();
+    char path[PATH_MAX];
+    json_error_t jerr;
+    json_t *doc;
+    tier_error_t e;
+    size_t o = 0;
+    int rc = -1;
+
+    *reserve = 0;
+    out[0] = '\0';
+    (void) snprintf (path, sizeof (path), "%s/policies/%u.%u.json",
+                     a->conf->state_dir, job->job_id, job->restart);
+    if (!set || !(doc = json_load_file (path, JSON_REJECT_DUPLICATES, &jerr))) {
+        tier_policy_set_destroy (set);
+        return -1;
+    }
+    if (tier_policy_set_from_json (set, json_object_get (doc, "policies"),
+                                   "frozen policy set", &e) < 0)
+        goto out;
+    for (int i = 0; i < set->n; i++) {
+        const struct tier_policy *p = &set->v[i];
+        char item[PATH_MAX + 32];
+        int n;
+
+        if (p->role != TIER_POLICY_PIPELINE)
+            continue;
+        if (strchr (p->dir, ',')) {
+            tier_log (LOG_WARNING, "job %u: pipeline directory %s has a ',' "
+                      "in its name: not mounted", job->job_id, p->dir);
+            continue;
+        }
+        n = p->size ? snprintf (item, sizeof (item), "%s:%llu", p->dir,
+                                (unsigned long long) p->size)
+                    : snprintf (item, sizeof (item), "%s", p->dir);
+        if (o + n + 2 > size)
+            break;
+        if (o)
+            out[o++] = ',';
+        memcpy (out + o, item, n);
+        o += n;
+        out[o] = '\0';
+        *reserve += p->size;
+    }
+    rc = 0;
+out:
+    json_decref (doc);
+    tier_policy_set_destroy (set);
+    return rc;
+}

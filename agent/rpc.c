@@ -28,6 +28,7 @@
 #include "policy.h"
 
 #define JOB_ID_MAX 0xfffffff0U
+#define TIER_OPT_LIST_MAX 16384       /* as the plugin's option values */
 #define COUNTER_ADD_MAX (1ULL << 50)
 
 typedef json_t *(*rpc_f) (struct agent *a, struct conn *c, json_t *req,
@@ -247,7 +248,11 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
     const char *user = NULL;
     json_t *opts = json_object_get (req, "options");
     json_t *want = json_object_get (req, "scratch_reserve");
+    static char scratch[TIER_OPT_LIST_MAX];
     char why[256] = "";
+    bool have_scratch;
+    uint64_t sum = 0;
+    json_t *res;
     char *optstr = NULL;
     tier_error_t e2;
     json_t *pol = NULL;
@@ -323,16 +328,32 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
         ensure_user_state (a, &job);
         pol = policy_job_freeze (a, &job);
     }
+    /* the frozen set decides the pipeline directories (job options are
+     * its job layer); their sizes are the node's reservation */
+    have_scratch = policy_job_pipeline (a, &job, scratch, sizeof (scratch),
+                                        &sum) == 0;
+    if (have_scratch && job.steps == 1 && sum > job.reserved
+        && !job.scratch_denied) {
+        if (reserve_scratch (a, &job, sum, why, sizeof (why)) < 0)
+            job.scratch_denied = 1;
+        if (store_job_put (a->store, &job, error) < 0) {
+            json_decref (pol);
+            return NULL;
+        }
+    }
     if (job.scratch_denied && !why[0])
         (void) snprintf (why, sizeof (why), "the NVDIMM tier of node %s "
                          "could not reserve the job's scratch", a->node);
-    return policy_reply (pol, json_pack ("{s:I s:I s:s s:b s:b s:s}",
-                      "job_id", (json_int_t) job.job_id,
-                      "batch_id", (json_int_t) job.batch_id,
-                      "node", a->node,
-                      "enabled", !a->disabled && a->conf->enabled,
-                      "scratch_ok", !job.scratch_denied,
-                      "scratch_error", why));
+    res = json_pack ("{s:I s:I s:s s:b s:b s:s}",
+                     "job_id", (json_int_t) job.job_id,
+                     "batch_id", (json_int_t) job.batch_id,
+                     "node", a->node,
+                     "enabled", !a->disabled && a->conf->enabled,
+                     "scratch_ok", !job.scratch_denied,
+                     "scratch_error", why);
+    if (res && have_scratch)
+        json_object_set_new (res, "scratch", json_string (scratch));
+    return policy_reply (pol, res);
 }
 
 static json_t *op_job_end (struct agent *a, struct conn *c, json_t *req,

@@ -150,6 +150,19 @@ static int register_job (spank_t sp, tier_error_t *error)
                          agent_timeout_ms, error) < 0)
         return -1;
     (void) tier_jr_get_bool (reply, strlen (reply), "enabled", &enabled);
+    /* the job's frozen policies name its pipeline directories (the
+     * --tier-scratch items are their job layer); refused ones are gone */
+    {
+        static char scratch[TIER_OPT_VALUE_MAX];
+        tier_error_t e;
+        if (tier_jr_get_str (reply, strlen (reply), "scratch", scratch,
+                             sizeof (scratch)) == 0
+            && (!scratch[0] || tier_opt_list_check ("policy", scratch,
+                                                    TIER_ITEM_SIZE, NULL,
+                                                    &e) == 0))
+            (void) snprintf (tier.opts.scratch, sizeof (tier.opts.scratch),
+                             "%s", scratch);
+    }
     {
         bool ok = true;
         if (tier_jr_get_bool (reply, strlen (reply), "scratch_ok", &ok) == 0

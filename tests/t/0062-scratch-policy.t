@@ -1,0 +1,39 @@
+#!/bin/bash
+test_description='pipeline directories from policies get the NVDIMM scratch tier'
+. "$(dirname "$0")/../lib/tap.sh"
+. "$TIER_SRCDIR/tests/lib/cluster.sh"
+
+test_have_prereq ROOT,SLURM || skip_all "needs root and Slurm"
+test_expect_success 'start the cluster' 'cluster_start'
+[ -n "${CLUSTER:-}" ] || bail_out "no cluster"
+H=$GFS/home/alice
+TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
+as_alice () { (cd "$H" && as_user alice "$@"); }
+as_user alice mkdir -p "$H/runs" "$H/out"
+
+test_expect_success 'alice says runs is pipeline data, with a 4M reservation' '
+    as_alice srun -w n1 --tier-cache=auto true &&
+    (cd $H && as_user alice $TIERCTL -N n1 set policy $H/runs pipeline --size 4M) &&
+    as_alice $TIERCTL -N n1 show policy $H/runs/x | tee $TRASH/show && grep -q pipeline $TRASH/show
+'
+test_expect_success 'a job with --tier-cache=auto writes there privately' '
+    id=$(sbatch_wait alice -w n1 --tier-cache=auto -o $H/out/p.out \
+        --wrap "echo inter > $H/runs/i.txt; cat $H/runs/i.txt; grep -c \" - overlay \" /proc/self/mountinfo") &&
+    cat $H/out/p.out && grep -qx inter $H/out/p.out && grep -qx 1 $H/out/p.out &&
+    test ! -e $H/runs/i.txt
+'
+test_expect_success 'the reservation from the policy is enforced' '
+    id=$(sbatch_wait alice -w n2 --tier-cache=auto -o $H/out/f.out \
+        --wrap "head -c 8M /dev/zero > $H/runs/big; echo rc=\$?") &&
+    cat $H/out/f.out && grep -q "rc=1" $H/out/f.out && test ! -e $H/runs/big
+'
+test_expect_success 'without --tier-cache (default off) the policy does not apply' '
+    id=$(sbatch_wait alice -w n3 -o /dev/null --wrap "echo gfs > $H/runs/g.txt") &&
+    test "$(cat $H/runs/g.txt)" = gfs
+'
+test_expect_success 'bob'"'"'s jobs do not follow alice'"'"'s policy' '
+    as_user bob mkdir -p $GFS/home/bob/out && chmod 777 $H/runs &&
+    id=$(sbatch_wait bob -w n1 --tier-cache=auto -o /dev/null --wrap "echo bob > $H/runs/b.txt") &&
+    test "$(cat $H/runs/b.txt)" = bob
+'
+test_done
