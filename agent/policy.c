@@ -623,7 +623,8 @@ json_t *op_user_ensure (struct agent *a, struct conn *c, json_t *req,
  * cannot travel in that list: it is left out, with a log line.
  */
 int policy_job_pipeline (struct agent *a, const struct store_job *job,
-                         char *out, size_t size, uint64_t *reserve)
+                         char *out, size_t size, uint64_t *reserve,
+                         char *refused, size_t rsize)
 {
     struct tier_policy_set *set = tier_policy_set_create ();
     char path[PATH_MAX];
@@ -635,6 +636,7 @@ int policy_job_pipeline (struct agent *a, const struct store_job *job,
 
     *reserve = 0;
     out[0] = '\0';
+    refused[0] = '\0';
     (void) snprintf (path, sizeof (path), "%s/policies/%u.%u.json",
                      a->conf->state_dir, job->job_id, job->restart);
     if (!set || !(doc = json_load_file (path, JSON_REJECT_DUPLICATES, &jerr))) {
@@ -644,6 +646,27 @@ int policy_job_pipeline (struct agent *a, const struct store_job *job,
     if (tier_policy_set_from_json (set, json_object_get (doc, "policies"),
                                    "frozen policy set", &e) < 0)
         goto out;
+    {
+        /* what of the job's own options was refused, for its stderr */
+        size_t i, r = 0;
+        json_t *v;
+        json_array_foreach (json_object_get (doc, "refused"), i, v) {
+            const char *layer = json_string_value (json_object_get (v,
+                                                                    "layer"));
+            const char *src = json_string_value (json_object_get (v,
+                                                                  "source"));
+            const char *why = json_string_value (json_object_get (v,
+                                                                  "reason"));
+            int n;
+            if (!layer || strcmp (layer, "job") || !why)
+                continue;
+            n = snprintf (refused + r, rsize - r, "%s%s: %s", r ? "; " : "",
+                          src ? src : "option", why);
+            if (n < 0 || (size_t) n >= rsize - r)
+                break;
+            r += n;
+        }
+    }
     for (int i = 0; i < set->n; i++) {
         const struct tier_policy *p = &set->v[i];
         char item[PATH_MAX + 32];

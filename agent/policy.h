@@ -26,10 +26,12 @@ json_t *policy_job_freeze (struct agent *a, const struct store_job *job);
 json_t *policy_reply (json_t *pol, json_t *res);
 
 /* The frozen set's pipeline directories as "DIR[:SIZE],..." and the sum of
- * their reservations; -1 if the job has no frozen set on this node.
+ * their reservations, and why any of the job's own options were refused
+ * ("; "-separated); -1 if the job has no frozen set on this node.
  */
 int policy_job_pipeline (struct agent *a, const struct store_job *job,
-                         char *out, size_t size, uint64_t *reserve);
+                         char *out, size_t size, uint64_t *reserve,
+                         char *refused, size_t rsize);
 
 /* job.policy {job_id, restart?}: the frozen set of a job on this node
  * (its owner, root and SlurmUser).

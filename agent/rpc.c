@@ -249,6 +249,7 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
     json_t *opts = json_object_get (req, "options");
     json_t *want = json_object_get (req, "scratch_reserve");
     static char scratch[TIER_OPT_LIST_MAX];
+    static char refused[2048];
     char why[256] = "";
     bool have_scratch;
     uint64_t sum = 0;
@@ -331,7 +332,7 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
     /* the frozen set decides the pipeline directories (job options are
      * its job layer); their sizes are the node's reservation */
     have_scratch = policy_job_pipeline (a, &job, scratch, sizeof (scratch),
-                                        &sum) == 0;
+                                        &sum, refused, sizeof (refused)) == 0;
     if (have_scratch && job.steps == 1 && sum > job.reserved
         && !job.scratch_denied) {
         if (reserve_scratch (a, &job, sum, why, sizeof (why)) < 0)
@@ -351,8 +352,11 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
                      "enabled", !a->disabled && a->conf->enabled,
                      "scratch_ok", !job.scratch_denied,
                      "scratch_error", why);
-    if (res && have_scratch)
+    if (res && have_scratch) {
         json_object_set_new (res, "scratch", json_string (scratch));
+        if (refused[0])
+            json_object_set_new (res, "refused", json_string (refused));
+    }
     return policy_reply (pol, res);
 }
 

@@ -162,6 +162,9 @@ static int register_job (spank_t sp, tier_error_t *error)
                                                     &e) == 0))
             (void) snprintf (tier.opts.scratch, sizeof (tier.opts.scratch),
                              "%s", scratch);
+        if (tier_jr_get_str (reply, strlen (reply), "refused", tier.refused,
+                             sizeof (tier.refused)) < 0)
+            tier.refused[0] = '\0';
     }
     {
         bool ok = true;
@@ -294,6 +297,8 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
         (void) spank_unsetenv (sp, "TIER_SOCKET");
         return 0;
     }
+    if (tier.refused[0] && tier_effective_mode () != TIER_CACHE_REQUIRED)
+        slurm_spank_log ("tier: warning: refused: %s", tier.refused);
     if (tier_ns_wanted () && !tier.ns_ok
         && tier_effective_mode () != TIER_CACHE_REQUIRED)
         slurm_spank_log ("tier: warning: %s; those directories are the "
@@ -362,6 +367,10 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
         slurm_error ("tier: --tier-cache=required, but tier is not "
                      "available on node %s: %s",
                      tier.conf ? tier.conf->node : "?", tier.agent_error);
+        return -1;
+    }
+    if (tier.refused[0] && tier_effective_mode () == TIER_CACHE_REQUIRED) {
+        slurm_error ("tier: --tier-cache=required: %s", tier.refused);
         return -1;
     }
     if (tier_ns_wanted () && tier.agent_ok && !tier.ns_ok

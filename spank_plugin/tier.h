@@ -35,6 +35,7 @@ struct tier_plugin {
     int stage_n;                /* --tier-stage-in items, expanded */
     char stage_items[64][PATH_MAX];
     int stage_started;          /* the agent was asked to copy them */
+    char refused[2048];         /* job options the policies refused */
     char ns_error[600];         /* why not */
 };
 
