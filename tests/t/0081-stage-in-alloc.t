@@ -13,12 +13,12 @@ OUT=$H/out
 as_user alice mkdir -p "$H/in" "$OUT"
 as_user alice sh -c "echo in-1 > $H/in/q1.txt; echo in-2 > $H/in/q2.txt"
 
-test_expect_success 'both nodes staged before any step reached the second' '
+test_expect_success 'both nodes staged before any step reached the second (the script waits for the test)' '
     id=$(cd $H && as_user alice sbatch --parsable -N2 -w n1,n2 --array=1 --tier-stage-in=$H/in/q%a.txt -o $OUT/a.out \
-        --wrap "sleep 4; srun -N2 cat $H/in/q1.txt") &&
+        --wrap "while [ ! -e $OUT/go ]; do sleep 0.2; done; srun -N2 cat $H/in/q1.txt") &&
     j=$(scontrol show job $id | sed -n "s/^JobId=\([0-9]*\).*/\1/p" | head -1) &&
-    wait_for 30 test -e $CLUSTER/run/ns/n2/$j/stage.status &&
-    grep -q "\"state\":\"done\"" $CLUSTER/run/ns/n2/$j/stage.status &&
+    wait_for 30 grep -q "\"state\":\"done\"" $CLUSTER/run/ns/n2/$j/stage.status &&
+    touch $OUT/go &&
     wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED &&
     cat $OUT/a.out && test "$(grep -c in-1 $OUT/a.out)" = 2
 '
