@@ -29,6 +29,10 @@ struct conn {
     int64_t last_ms;            /* last activity */
     int64_t partial_ms;         /* when a partial message began, or 0 */
     bool closing;               /* close once the writer is drained */
+    int waiting;                /* deferred replies still owed to it */
+    int *req_fds;               /* the request's descriptors: a handler */
+    int req_nfds;               /* takes one by setting it to -1 */
+    uint32_t req_id;            /* the request's id (for deferred replies) */
     struct conn *prev, *next;
 };
 
@@ -57,6 +61,7 @@ struct agent {
     int64_t last_reclaim_ms;
     int64_t last_stats_ms;
     struct recon *recon;        /* reconciliation in flight */
+    struct replicas *replicas;  /* the batch replica cache (replica.c) */
 };
 
 int64_t agent_now_ms (void);
@@ -66,9 +71,30 @@ int server_init (struct agent *a, tier_error_t *error);
 void server_fini (struct agent *a);
 int server_run (struct agent *a);
 
-/* rpc.c: handle one request.  Returns the response body (malloc'd). */
+/* rpc.c: handle one request.  Returns the response body (malloc'd), or
+ * NULL with *deferred set when a handler will answer later
+ * (server_reply).
+ */
 char *rpc_handle (struct agent *a, struct conn *c, const char *body,
-                  size_t len, int *fds, int nfds);
+                  size_t len, int *fds, int nfds, bool *deferred);
+
+/* The caller's own running job on this node, from its process ancestry
+ * (never from what it claims); -1 with errno ENOENT or EPERM.
+ */
+struct peer_job;
+int rpc_caller_job (struct agent *a, struct conn *c, struct store_job *job,
+                    struct peer_job *pj, tier_error_t *error);
+
+/* What a handler returns when it answers later with server_reply. */
+extern json_t *const RPC_DEFERRED;
+
+/* server.c: send a deferred reply (body is consumed; NULL: out of
+ * memory, the connection is closed).  The connection may be closed by
+ * this call.
+ */
+void server_reply (struct agent *a, struct conn *c, uint32_t id, char *body);
+/* server.c: watch fd for input; fn is called from the loop. */
+int server_watch (struct agent *a, int fd, void (*fn) (struct agent *));
 /* a JSON error body {"errno": N, "error": "..."} (malloc'd) */
 char *rpc_error_body (int errnum, const char *fmt, ...)
     __attribute__ ((format (printf, 2, 3)));
@@ -88,6 +114,26 @@ void stats_tick (struct agent *a, bool force);
 json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
                      tier_error_t *error);
 void stage_job_end (struct agent *a, const struct store_job *job);
+
+/* replica.c: the batch replica cache (see replica.c) */
+int replica_init (struct agent *a);
+void replica_fini (struct agent *a);
+json_t *op_replica_open (struct agent *a, struct conn *c, json_t *req,
+                         tier_error_t *error);
+json_t *op_replica_report (struct agent *a, struct conn *c, json_t *req,
+                           tier_error_t *error);
+json_t *op_replica_prefetch (struct agent *a, struct conn *c, json_t *req,
+                             tier_error_t *error);
+json_t *op_replica_evict (struct agent *a, struct conn *c, json_t *req,
+                          tier_error_t *error);
+json_t *op_replica_list (struct agent *a, struct conn *c, json_t *req,
+                         tier_error_t *error);
+json_t *replica_status_json (struct agent *a);
+uint64_t replica_used (struct agent *a);    /* bytes this node fetched */
+void replica_conn_gone (struct agent *a, struct conn *c);
+bool replica_child (struct agent *a, pid_t pid, int status);
+void replica_tick (struct agent *a);
+int replica_flush (struct agent *a);
 
 /* tiers.c */
 void tiers_init (struct agent *a);

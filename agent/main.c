@@ -209,9 +209,12 @@ int main (int argc, char **argv)
     a.started_ms = a.last_flush_ms = agent_now_ms ();
     if (server_init (&a, &error) < 0)
         tier_log_exit ("%s", error.text);
+    if (replica_init (&a) < 0)
+        tier_log_exit ("the replica cache cannot start");
     tier_log (LOG_NOTICE, "tierd %s serving node %s on %s", PACKAGE_VERSION,
               a.node, a.sockpath);
     (void) server_run (&a);
+    replica_fini (&a);
     server_fini (&a);
     store_close (a.store);
     free (a.pending);

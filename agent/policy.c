@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "lib/log.h"
+#include "lib/paths.h"
 #include "lib/state.h"
 #include "policies/files.h"
 #include "policies/policy.h"
@@ -696,4 +697,175 @@ out:
     json_decref (doc);
     tier_policy_set_destroy (set);
     return rc;
+}
+
+/* The frozen sets of running jobs, parsed once: every redirected open
+ * asks which policy covers its path.
+ */
+#define FROZEN_CACHE 64
+
+static struct frozen_cache {
+    uint32_t job_id, restart;
+    struct tier_policy_set *set;
+    int64_t used;
+} frozen_cache[FROZEN_CACHE];
+
+static struct tier_policy_set *frozen_load (struct agent *a,
+                                            const struct store_job *job)
+{
+    struct tier_policy_set *set;
+    struct frozen_cache *slot = &frozen_cache[0];
+    char path[PATH_MAX];
+    json_error_t jerr;
+    json_t *doc;
+    tier_error_t e;
+
+    for (int i = 0; i < FROZEN_CACHE; i++) {
+        struct frozen_cache *f = &frozen_cache[i];
+        if (f->set && f->job_id == job->job_id
+            && f->restart == job->restart) {
+            f->used = agent_now_ms ();
+            return f->set;
+        }
+        if (!f->set || f->used < slot->used)
+            slot = f;
+    }
+    (void) snprintf (path, sizeof (path), "%s/policies/%u.%u.json",
+                     a->conf->state_dir, job->job_id, job->restart);
+    if (!(doc = json_load_file (path, JSON_REJECT_DUPLICATES, &jerr)))
+        return NULL;
+    if (!(set = tier_policy_set_create ())
+        || tier_policy_set_from_json (set, json_object_get (doc, "policies"),
+                                      "frozen policy set", &e) < 0) {
+        tier_policy_set_destroy (set);
+        json_decref (doc);
+        return NULL;
+    }
+    json_decref (doc);
+    tier_policy_set_destroy (slot->set);
+    slot->set = set;
+    slot->job_id = job->job_id;
+    slot->restart = job->restart;
+    slot->used = agent_now_ms ();
+    return set;
+}
+
+int policy_job_resolve (struct agent *a, const struct store_job *job,
+                        const char *path, struct tier_policy *out)
+{
+    struct tier_policy_set *set = frozen_load (a, job);
+    struct tier_policy_match m;
+
+    memset (out, 0, sizeof (*out));
+    out->role = TIER_POLICY_NONE;
+    if (!set) {
+        errno = ENOENT;
+        return -1;
+    }
+    if (tier_policy_resolve (set, path, &m) < 0)
+        return -1;
+    if (m.policy) {
+        *out = *m.policy;
+        out->dir = out->comment = out->source = NULL;   /* not owned */
+    }
+    return 0;
+}
+
+/* The batch directories of a job, for the interposer: "D1:D2:!D3", where
+ * !D names a directory inside a batch directory that is not batch (a
+ * 'none' policy, say).  Directories with ':' in their names are left out.
+ */
+int policy_job_batch (struct agent *a, const struct store_job *job,
+                      char *out, size_t size)
+{
+    struct tier_policy_set *set = frozen_load (a, job);
+    size_t o = 0;
+
+    out[0] = '\0';
+    if (!set)
+        return -1;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < set->n; i++) {
+            const struct tier_policy *p = &set->v[i];
+            struct tier_policy_match m;
+            bool batch = p->role == TIER_POLICY_BATCH;
+            bool inside = false;
+            size_t n;
+
+            if ((pass == 0) != batch || strchr (p->dir, ':'))
+                continue;
+            /* the effective role of the directory itself decides (a
+             * locked site policy or a higher layer may differ) */
+            if (tier_policy_resolve (set, p->dir, &m) < 0)
+                continue;
+            if (pass == 0 && (!m.policy || m.policy->role
+                              != TIER_POLICY_BATCH))
+                continue;
+            if (pass == 1) {
+                if (m.policy && m.policy->role == TIER_POLICY_BATCH)
+                    continue;
+                for (int j = 0; j < set->n; j++)
+                    if (set->v[j].role == TIER_POLICY_BATCH
+                        && strcmp (set->v[j].dir, p->dir)
+                        && tier_path_under (p->dir, set->v[j].dir))
+                        inside = true;
+                if (!inside)
+                    continue;
+            }
+            n = strlen (p->dir) + (pass == 1);
+            if (o + n + 2 > size)
+                return 0;
+            if (o)
+                out[o++] = ':';
+            if (pass == 1)
+                out[o++] = '!';
+            memcpy (out + o, p->dir, strlen (p->dir));
+            o += strlen (p->dir);
+            out[o] = '\0';
+        }
+    return 0;
+}
+
+/* The policies a user's next job would follow (site and user layers),
+ * for requests from outside a job (tierctl prefetch).
+ */
+struct tier_policy_set *policy_user_set (struct agent *a, uid_t uid,
+                                         gid_t gid, const char *user)
+{
+    struct tier_policy_set *all = tier_policy_set_create ();
+    struct tier_policy_set *out = tier_policy_set_create ();
+    struct tier_policy_conf_roots rb;
+    struct store_job job;
+    json_t *errors = json_array ();
+    char *found = NULL;
+    tier_error_t e;
+    int kind = FOUND_NONE;
+
+    if (!all || !out || !errors)
+        goto fail;
+    memset (&job, 0, sizeof (job));
+    job.uid = uid;
+    job.gid = gid;
+    (void) snprintf (job.user, sizeof (job.user), "%s", user);
+    (void) tier_policy_load_site (all, a->conf->site_policy_dir, report_cb,
+                                  errors);
+    if (a->conf->shared_state_dir[0])
+        kind = as_user (a, &job, NULL, false, &found);
+    if (kind == FOUND_USER
+        && tier_policy_parse (all, found, strlen (found), TIER_LAYER_USER,
+                              "user policies", &e) < 0)
+        tier_log (LOG_WARNING, "user policies of %s: %s", user, e.text);
+    tier_policy_roots_from_conf (a->conf, user, &rb);
+    if (tier_policy_freeze (all, &rb.roots, out, NULL, &e) < 0)
+        goto fail;
+    free (found);
+    json_decref (errors);
+    tier_policy_set_destroy (all);
+    return out;
+fail:
+    free (found);
+    json_decref (errors);
+    tier_policy_set_destroy (all);
+    tier_policy_set_destroy (out);
+    return NULL;
 }

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "lib/error.h"
+#include "policies/policy.h"
 #include "agent.h"
 
 /* Freeze job's effective policy set (site + the user's store + the job's
@@ -44,5 +45,25 @@ json_t *op_job_policy (struct agent *a, struct conn *c, json_t *req,
  */
 json_t *op_user_ensure (struct agent *a, struct conn *c, json_t *req,
                         tier_error_t *error);
+
+/* The effective policy of path in a running job's frozen set (out->role
+ * is TIER_POLICY_NONE when none covers it; out's strings are not set).
+ * -1 with errno ENOENT if the job has no frozen set on this node.
+ */
+int policy_job_resolve (struct agent *a, const struct store_job *job,
+                        const char *path, struct tier_policy *out);
+
+/* The job's batch directories for the interposer, "D1:D2:!D3" (!D: a
+ * directory inside a batch directory that is not batch). -1 if the job
+ * has no frozen set on this node.
+ */
+int policy_job_batch (struct agent *a, const struct store_job *job,
+                      char *out, size_t size);
+
+/* The set a user's next job would freeze, without the job layer (for
+ * requests from outside a job).  NULL on failure.
+ */
+struct tier_policy_set *policy_user_set (struct agent *a, uid_t uid,
+                                         gid_t gid, const char *user);
 
 #endif /* !TIER_AGENT_POLICY_H */

@@ -357,6 +357,8 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
         if (refused[0])
             json_object_set_new (res, "refused", json_string (refused));
     }
+    if (res && policy_job_batch (a, &job, scratch, sizeof (scratch)) == 0)
+        json_object_set_new (res, "batch", json_string (scratch));
     return policy_reply (pol, res);
 }
 
@@ -452,8 +454,8 @@ static json_t *op_job_show (struct agent *a, struct conn *c, json_t *req,
 }
 
 /* The caller's own job, from its process ancestry. */
-static int caller_job (struct agent *a, struct conn *c, struct store_job *job,
-                       struct peer_job *pj, tier_error_t *error)
+int rpc_caller_job (struct agent *a, struct conn *c, struct store_job *job,
+                    struct peer_job *pj, tier_error_t *error)
 {
     if (peer_job_of (NULL, c->cred.pid, pj, error) < 0)
         return -1;
@@ -477,7 +479,7 @@ static json_t *op_whoami (struct agent *a, struct conn *c, json_t *req,
     struct store_job job;
     struct peer_job pj;
 
-    if (caller_job (a, c, &job, &pj, error) < 0)
+    if (rpc_caller_job (a, c, &job, &pj, error) < 0)
         return NULL;
     return json_pack ("{s:I s:s s:I s:I s:s}",
                       "job_id", (json_int_t) job.job_id,
@@ -588,7 +590,7 @@ static json_t *op_counter_add (struct agent *a, struct conn *c, json_t *req,
                         "'counter' and a 'value' in 0..2^50");
         return NULL;
     }
-    if (caller_job (a, c, &job, &pj, error) < 0)
+    if (rpc_caller_job (a, c, &job, &pj, error) < 0)
         return NULL;
     ctr_add (a, &job, r, k, (uint64_t) value);
     return json_pack ("{s:I}", "job_id", (json_int_t) job.job_id);
@@ -643,7 +645,9 @@ static json_t *op_status (struct agent *a, struct conn *c, json_t *req,
     json_t *tiers = tiers_json (a);
 
     (void) store_job_foreach (a->store, count_cb, &cc, error);
-    return json_pack ("{s:s s:s s:i s:I s:b s:o s:{s:i s:i}}",
+    json_t *reps = replica_status_json (a);
+
+    return json_pack ("{s:s s:s s:i s:I s:b s:o s:{s:i s:i} s:o}",
                       "version", PACKAGE_VERSION,
                       "node", a->node,
                       "pid", (int) getpid (),
@@ -651,7 +655,8 @@ static json_t *op_status (struct agent *a, struct conn *c, json_t *req,
                                                - a->started_ms) / 1000),
                       "enabled", !a->disabled && a->conf->enabled,
                       "tiers", tiers ? tiers : json_object (),
-                      "jobs", "running", cc.running, "registered", cc.total);
+                      "jobs", "running", cc.running, "registered", cc.total,
+                      "replicas", reps ? reps : json_object ());
 }
 
 static const struct rpc_op ops[] = {
@@ -668,11 +673,19 @@ static const struct rpc_op ops[] = {
     { "node.enable", op_node_enable, true },
     { "job.policy", op_job_policy, false },
     { "user.ensure", op_user_ensure, false },
+    { "replica.open", op_replica_open, false },
+    { "replica.report", op_replica_report, false },
+    { "replica.prefetch", op_replica_prefetch, false },
+    { "replica.evict", op_replica_evict, false },
+    { "replica.list", op_replica_list, false },
     { NULL, NULL, false },
 };
 
+static char deferred_marker;
+json_t *const RPC_DEFERRED = (json_t *) &deferred_marker;
+
 char *rpc_handle (struct agent *a, struct conn *c, const char *body,
-                  size_t len, int *fds, int nfds)
+                  size_t len, int *fds, int nfds, bool *deferred)
 {
     json_error_t jerr;
     json_t *req, *res;
@@ -708,7 +721,18 @@ char *rpc_handle (struct agent *a, struct conn *c, const char *body,
         return out;
     }
     errno = 0;
-    if (!(res = op->fn (a, c, req, &error))) {
+    *deferred = false;
+    c->req_fds = fds;
+    c->req_nfds = nfds;
+    res = op->fn (a, c, req, &error);
+    c->req_fds = NULL;
+    c->req_nfds = 0;
+    if (res == RPC_DEFERRED) {
+        json_decref (req);
+        *deferred = true;
+        return NULL;
+    }
+    if (!res) {
         int e = errno ? errno : EIO;
         out = rpc_error_body (e, "%s", error.text[0] ? error.text
                                                      : strerror (e));

@@ -30,7 +30,14 @@
 #include "lib/log.h"
 #include "agent.h"
 
-enum { EV_LISTEN = 1, EV_SIGNAL, EV_TIMER, EV_RECON };
+enum { EV_LISTEN = 1, EV_SIGNAL, EV_TIMER, EV_RECON, EV_WATCH0 };
+
+#define WATCH_MAX 8
+static struct {
+    int fd;
+    void (*fn) (struct agent *);
+} watches[WATCH_MAX];
+static int nwatches;
 
 int64_t agent_now_ms (void)
 {
@@ -146,8 +153,27 @@ int server_init (struct agent *a, tier_error_t *error)
     return 0;
 }
 
+int server_watch (struct agent *a, int fd, void (*fn) (struct agent *))
+{
+    struct epoll_event ev = { .events = EPOLLIN,
+                              .data.u64 = EV_WATCH0 + nwatches };
+
+    if (nwatches >= WATCH_MAX) {
+        errno = ENOSPC;
+        return -1;
+    }
+    if (epoll_ctl (a->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+        return -1;
+    watches[nwatches].fd = fd;
+    watches[nwatches].fn = fn;
+    nwatches++;
+    return 0;
+}
+
 static void conn_close (struct agent *a, struct conn *c)
 {
+    if (c->waiting)
+        replica_conn_gone (a, c);
     (void) epoll_ctl (a->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close (c->fd);
     tier_msgreader_fini (&c->rd);
@@ -259,6 +285,7 @@ static void conn_read (struct agent *a, struct conn *c)
             size_t len = h->len;
             char *body = tier_msgreader_take_body (&c->rd);
             uint32_t id = h->id;
+            bool deferred = false;
             char *reply;
 
             if (h->version != TIER_PROTO_VERSION) {
@@ -270,16 +297,26 @@ static void conn_read (struct agent *a, struct conn *c)
             }
             else if (h->type != TIER_MSG_REQUEST)
                 reply = rpc_error_body (EPROTO, "expected a request");
-            else
-                reply = rpc_handle (a, c, body ? body : "", len, fds, nfds);
+            else {
+                c->req_id = id;
+                reply = rpc_handle (a, c, body ? body : "", len, fds, nfds,
+                                    &deferred);
+            }
             for (int i = 0; i < nfds; i++)
                 if (fds[i] >= 0)
                     close (fds[i]);
             free (body);
             tier_msgreader_reset (&c->rd);
-            conn_reply (a, c, id, reply);
+            if (!deferred)
+                conn_reply (a, c, id, reply);
         }
     }
+    (void) conn_flush (a, c);
+}
+
+void server_reply (struct agent *a, struct conn *c, uint32_t id, char *body)
+{
+    conn_reply (a, c, id, body);
     (void) conn_flush (a, c);
 }
 
@@ -363,9 +400,13 @@ static void do_timer (struct agent *a)
 
     while (read (a->timerfd, &ticks, sizeof (ticks)) == sizeof (ticks))
         ;
-    /* stagers and other children that ended */
-    while (waitpid (-1, NULL, WNOHANG) > 0)
-        ;
+    /* stagers, fetchers and other children that ended */
+    {
+        pid_t pid;
+        int status;
+        while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
+            (void) replica_child (a, pid, status);
+    }
     for (c = a->conns; c; c = next) {
         next = c->next;
         if (c->partial_ms && now - c->partial_ms > AGENT_MSG_TIMEOUT_MS) {
@@ -373,7 +414,7 @@ static void do_timer (struct agent *a)
                        "within 5 s");
             (void) conn_flush (a, c);
         }
-        else if (now - c->last_ms > AGENT_IDLE_TIMEOUT_MS)
+        else if (now - c->last_ms > AGENT_IDLE_TIMEOUT_MS && !c->waiting)
             conn_close (a, c);
     }
     if (now - a->last_reclaim_ms >= AGENT_RECLAIM_MS) {
@@ -382,8 +423,10 @@ static void do_timer (struct agent *a)
         a->last_reclaim_ms = now;
     }
     stats_tick (a, false);
+    replica_tick (a);
     if (now - a->last_flush_ms >= AGENT_FLUSH_MS) {
         (void) ctr_flush (a);
+        (void) replica_flush (a);
         a->last_flush_ms = now;
     }
 }
@@ -413,6 +456,8 @@ int server_run (struct agent *a)
                 (void) jobs_reconcile_finish (a);
                 (void) jobs_reclaim (a);
             }
+            else if (tag >= EV_WATCH0 && tag < EV_WATCH0 + WATCH_MAX)
+                watches[tag - EV_WATCH0].fn (a);
             else {
                 struct conn *c = evs[i].data.ptr;
                 bool alive = false;
@@ -440,5 +485,6 @@ int server_run (struct agent *a)
         }
     }
     (void) ctr_flush (a);
+    (void) replica_flush (a);
     return 0;
 }

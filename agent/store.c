@@ -27,6 +27,7 @@ struct store {
     MDB_env *env;
     MDB_dbi jobs;
     MDB_dbi counters;
+    MDB_dbi replicas;
 };
 
 #define COUNTERS_MAGIC 0x43524954u      /* "TIRC" */
@@ -96,6 +97,7 @@ struct store *store_open (const char *dir, size_t mapsize,
     if ((rc = mdb_txn_begin (st->env, NULL, 0, &txn))
         || (rc = mdb_dbi_open (txn, "jobs", MDB_CREATE, &st->jobs))
         || (rc = mdb_dbi_open (txn, "counters", MDB_CREATE, &st->counters))
+        || (rc = mdb_dbi_open (txn, "replicas", MDB_CREATE, &st->replicas))
         || (rc = mdb_txn_commit (txn))) {
         txn = NULL;
         lmdb_err (error, rc, "open databases");
@@ -476,5 +478,66 @@ int store_counters_delete (struct store *st, enum tier_scope scope,
     }
     if ((rc = mdb_txn_commit (txn)))
         return lmdb_err (error, rc, "delete counters");
+    return 0;
+}
+
+int store_replica_apply (struct store *st, const struct store_kv *kv, int n,
+                         tier_error_t *error)
+{
+    MDB_txn *txn;
+    int rc = 0;
+
+    if (n == 0)
+        return 0;
+    if ((rc = mdb_txn_begin (st->env, NULL, 0, &txn)))
+        return lmdb_err (error, rc, "store replicas");
+    for (int i = 0; i < n && !rc; i++) {
+        MDB_val key = { strlen (kv[i].key), (void *) kv[i].key }, val;
+        if (kv[i].val) {
+            val.mv_size = strlen (kv[i].val);
+            val.mv_data = (void *) kv[i].val;
+            rc = mdb_put (txn, st->replicas, &key, &val, 0);
+        }
+        else if ((rc = mdb_del (txn, st->replicas, &key, NULL))
+                 == MDB_NOTFOUND)
+            rc = 0;
+    }
+    if (rc) {
+        mdb_txn_abort (txn);
+        return lmdb_err (error, rc, "store replicas");
+    }
+    if ((rc = mdb_txn_commit (txn)))
+        return lmdb_err (error, rc, "store replicas");
+    return 0;
+}
+
+int store_replica_foreach (struct store *st, store_kv_f cb, void *arg,
+                           tier_error_t *error)
+{
+    MDB_val key, val;
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    int rc;
+
+    if ((rc = mdb_txn_begin (st->env, NULL, MDB_RDONLY, &txn)))
+        return lmdb_err (error, rc, "list replicas");
+    if ((rc = mdb_cursor_open (txn, st->replicas, &cur))) {
+        mdb_txn_abort (txn);
+        return lmdb_err (error, rc, "list replicas");
+    }
+    for (rc = mdb_cursor_get (cur, &key, &val, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get (cur, &key, &val, MDB_NEXT)) {
+        char k[512];
+        if (key.mv_size >= sizeof (k))
+            continue;
+        memcpy (k, key.mv_data, key.mv_size);
+        k[key.mv_size] = '\0';
+        if (cb (k, val.mv_data, val.mv_size, arg))
+            break;
+    }
+    mdb_cursor_close (cur);
+    mdb_txn_abort (txn);
+    if (rc && rc != MDB_NOTFOUND)
+        return lmdb_err (error, rc, "list replicas");
     return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Copyright 2026 the tier developers */
-/* store.h - the agent's durable state in LMDB: the job registry and the
- * counters.  Only the agent opens the environment (StateDir/registry,
+/* store.h - the agent's durable state in LMDB: the job registry, the
+ * counters and the replica index.  Only the agent opens the environment (StateDir/registry,
  * node-local, root 0700); clients ask the agent.
  */
 #ifndef TIER_STORE_H
@@ -92,5 +92,21 @@ int store_counters_get (struct store *st, enum tier_scope scope, uint64_t id,
 /* Delete the counters of one key (retention). */
 int store_counters_delete (struct store *st, enum tier_scope scope,
                            uint64_t id, tier_error_t *error);
+
+/* Replica records (replica.c): a key (text) and a JSON value.  apply
+ * puts (val set) and deletes (val NULL) n records in one transaction.
+ */
+struct store_kv {
+    const char *key;
+    const char *val;
+};
+
+int store_replica_apply (struct store *st, const struct store_kv *kv, int n,
+                         tier_error_t *error);
+
+typedef int (*store_kv_f) (const char *key, const void *val, size_t len,
+                           void *arg);
+int store_replica_foreach (struct store *st, store_kv_f cb, void *arg,
+                           tier_error_t *error);
 
 #endif /* !TIER_STORE_H */

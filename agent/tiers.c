@@ -84,9 +84,7 @@ void tiers_init (struct agent *a)
                       a->nvdimm_tmpfs ? " (DRAM-emulated, tmpfs)" : "");
         }
     }
-    if (a->conf->bb_dir[0] && tier_root (a->conf->bb_dir) < 0)
-        tier_log_error ("BBDir %s (must be a root-owned directory with mode "
-                        "0700)", a->conf->bb_dir);
+    /* BBDir is the replica cache's (replica.c): root-owned, 0711 */
 }
 
 static json_t *fs_json (const char *path, uint64_t capacity)
@@ -122,8 +120,12 @@ json_t *tiers_json (struct agent *a)
                              json_integer ((json_int_t) agent_reserved (a)));
         json_object_set_new (o, "nvdimm", nv);
     }
-    if (a->conf->bb_dir[0])
-        json_object_set_new (o, "bb", fs_json (a->conf->bb_dir,
-                                               a->conf->bb_capacity));
+    if (a->conf->bb_dir[0] && (nv = fs_json (a->conf->bb_dir,
+                                             a->conf->bb_capacity))) {
+        /* this node's share of the BB: the replicas it fetched */
+        json_object_set_new (nv, "used",
+                             json_integer ((json_int_t) replica_used (a)));
+        json_object_set_new (o, "bb", nv);
+    }
     return o;
 }

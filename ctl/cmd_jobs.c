@@ -261,6 +261,33 @@ int cmd_status (struct ctl *ctl, int argc, char **argv)
         print_tier ("nvdimm", json_object_get (tiers, "nvdimm"));
     if (json_object_get (tiers, "bb"))
         print_tier ("bb", json_object_get (tiers, "bb"));
+    {
+        json_t *r = json_object_get (res, "replicas");
+        char x[32], y[32], z[32];
+        if (!json_is_true (json_object_get (r, "enabled")))
+            printf ("replicas: no batch replica cache: %s\n",
+                    json_string_value (json_object_get (r, "why")));
+        else {
+            json_int_t budget = json_integer_value (json_object_get (r,
+                                                                     "budget"));
+            printf ("replicas: %lld files, %s of %s (fetched by this node; "
+                    "%lld known), %lld fetching, %lld queued, BB free %s\n",
+                    (long long) json_integer_value (json_object_get (r,
+                                                                    "files")),
+                    tier_size_format ((uint64_t) json_integer_value (
+                        json_object_get (r, "bytes")), x, sizeof (x)),
+                    budget ? tier_size_format ((uint64_t) budget, y,
+                                               sizeof (y)) : "unlimited",
+                    (long long) json_integer_value (json_object_get (r,
+                                                                    "known")),
+                    (long long) json_integer_value (json_object_get (
+                        r, "fetching")),
+                    (long long) json_integer_value (json_object_get (
+                        r, "queued")),
+                    tier_size_format ((uint64_t) json_integer_value (
+                        json_object_get (r, "free")), z, sizeof (z)));
+        }
+    }
     printf ("jobs: %lld running, %lld registered\n",
             (long long) json_integer_value (json_object_get (jobs, "running")),
             (long long) json_integer_value (json_object_get (jobs,

@@ -61,5 +61,8 @@ int cmd_set (struct ctl *ctl, int argc, char **argv);       /* policies */
 int cmd_unset (struct ctl *ctl, int argc, char **argv);
 int cmd_show (struct ctl *ctl, int argc, char **argv);
 int cmd_list (struct ctl *ctl, int argc, char **argv);
+int cmd_prefetch (struct ctl *ctl, int argc, char **argv);  /* replicas */
+int cmd_evict (struct ctl *ctl, int argc, char **argv);
+int cmd_replicas (struct ctl *ctl, int argc, char **argv);
 
 #endif /* !TIER_CTL_H */

@@ -71,6 +71,24 @@ const struct ctl_cmd ctl_cmds[] = {
       "one row per node; --user lists your batches; --svg draws the batch\n"
       "over time.  Only the batch's owner and root can read it.  The JSON\n"
       "schema is in doc/stats.md.", cmd_stats },
+    { "prefetch", "PATH... [--json]",
+      "copy batch-shared files to the burst buffer now",
+      "Makes the BB replicas of files (or whole trees) under your batch\n"
+      "directories before a batch starts (or while it runs), so that its\n"
+      "first tasks hit too.  tierctl opens every file itself, with your\n"
+      "credentials, and hands it to the node's agent, which copies each\n"
+      "file version once per burst buffer (other nodes sharing the BB use\n"
+      "the same replica).  The policy of each path decides (ttl, share):\n"
+      "the one of the job tierctl runs in, else the site and user policies\n"
+      "your next job would follow.  Symlinks are not followed.", cmd_prefetch },
+    { "evict", "PATH... [--json]", "drop your BB replicas of files under PATH",
+      "Removes the replicas this node knows of for files under each PATH\n"
+      "(yours; root: everyone's).  Open replicas stay readable by whoever\n"
+      "has them open; the next open fetches the source anew.", cmd_evict },
+    { "replicas", "[PATH] [--json]", "list your replicas this node knows of",
+      "Each replica with its size, how often it was opened, whether this\n"
+      "node fetched it (and so evicts it: LRU past BBCapacity, after the\n"
+      "policy's ttl), when, and its source.", cmd_replicas },
     { "jobs", "[--json]", "list the jobs the node's agent registered",
       "A user sees their own jobs; root and SlurmUser see all.  States:\n"
       "running, ended (its epilog ran), reconciled (it ended while the agent\n"

@@ -32,6 +32,7 @@ enum conf_type {
     CONF_LOGLEVEL,
     CONF_BOOL,
     CONF_PATHLIST,      /* comma-separated absolute paths */
+    CONF_COUNT,         /* an integer in 1..1024, stored as unsigned */
 };
 
 struct conf_key {
@@ -56,6 +57,10 @@ static const struct conf_key keys[] = {
     { "GfsRootSquash", CONF_BOOL, OFF (gfs_root_squash), 0 },
     { "BBDir", CONF_PATH_EMPTY, OFF (bb_dir), 0 },
     { "BBCapacity", CONF_SIZE, OFF (bb_capacity), 0 },
+    { "BBMinFree", CONF_SIZE, OFF (bb_min_free), 0 },
+    { "BBLockStale", CONF_SEC, OFF (bb_lock_stale), 0 },
+    { "GfsStreams", CONF_COUNT, OFF (gfs_streams), 0 },
+    { "ReplicaWait", CONF_SEC, OFF (replica_wait), 0 },
     { "AllowedRoots", CONF_PATHLIST, OFF (allowed_roots),
       OFF (allowed_roots_count) },
     { "TierdPath", CONF_PATH, OFF (tierd_path), 0 },
@@ -138,6 +143,9 @@ struct tier_conf *tier_conf_create (const char *node)
     conf->stats_interval_ms = 5000;
     conf->stats_retention = 7 * 86400;
     conf->stage_in_timeout = 1800;
+    conf->bb_lock_stale = 30;
+    conf->gfs_streams = 4;
+    conf->replica_wait = 600;
     if (!(conf->socket_dir = strdup ("/run/tier"))
         || !(conf->state_dir = strdup ("/var/lib/tier"))
         || !(conf->namespace_dir = strdup ("/run/tier/ns"))
@@ -381,6 +389,19 @@ static int set_value (struct tier_conf *conf, const struct conf_key *k,
             }
             *(uint64_t *) (base + k->offset) = u * 1000;
             return 0;
+        case CONF_COUNT: {
+            char *end;
+            unsigned long n;
+            errno = 0;
+            n = strtoul (value, &end, 10);
+            if (!isdigit ((unsigned char) value[0]) || *end || errno
+                || n < 1 || n > 1024) {
+                *problem = "not a whole number in 1..1024";
+                return -1;
+            }
+            *(unsigned *) (base + k->offset) = (unsigned) n;
+            return 0;
+        }
         case CONF_SEC:
             if (tier_duration_parse (value, &u) < 0) {
                 *problem = "not a duration (e.g. 7d, 12h)";

@@ -32,7 +32,13 @@ struct tier_conf {
     uint64_t scratch_default;   /* ScratchDefaultSize (0: NvdimmCapacity) */
     bool gfs_root_squash;       /* GfsRootSquash: the GFS squashes root */
     char *bb_dir;               /* BBDir: burst buffer (shared by nodes) */
-    uint64_t bb_capacity;       /* BBCapacity */
+    uint64_t bb_capacity;       /* BBCapacity: this node's BB budget */
+    uint64_t bb_min_free;       /* BBMinFree: keep this much of the BB free */
+    uint64_t bb_lock_stale;     /* BBLockStale (s): a fetch lock whose
+                                 * heartbeat stopped this long is broken */
+    unsigned gfs_streams;       /* GfsStreams: concurrent GFS copies */
+    uint64_t replica_wait;      /* ReplicaWait (s): an open waits this long
+                                 * for a replica, then reads the GFS */
     char **allowed_roots;       /* AllowedRoots: comma-separated */
     int allowed_roots_count;
     char *tierd_path;           /* TierdPath: the agent binary */

@@ -537,7 +537,9 @@ static ssize_t xfer_rw (struct worker *w, int in, int out, off_t off,
 
     if (!w->buf) {
         w->bufsize = MIN (w->ctx->chunk, RW_BUFSIZE);
-        if (!(w->buf = malloc (w->bufsize))) {
+        /* page-aligned, so that sources opened with O_DIRECT work */
+        if (posix_memalign ((void **) &w->buf, 4096, w->bufsize) != 0) {
+            w->buf = NULL;
             *what = "allocating a buffer";
             return -1;
         }

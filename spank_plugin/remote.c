@@ -165,6 +165,11 @@ static int register_job (spank_t sp, tier_error_t *error)
         if (tier_jr_get_str (reply, strlen (reply), "refused", tier.refused,
                              sizeof (tier.refused)) < 0)
             tier.refused[0] = '\0';
+        /* the batch directories of the frozen set (policies and
+         * --tier-batch): the interposer redirects opens under them */
+        if (tier_jr_get_str (reply, strlen (reply), "batch",
+                             tier.batch_dirs, sizeof (tier.batch_dirs)) < 0)
+            tier.batch_dirs[0] = '\0';
     }
     {
         bool ok = true;
@@ -295,6 +300,7 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
         (void) spank_unsetenv (sp, "TIER_JOB_ID");
         (void) spank_unsetenv (sp, "TIER_BATCH_ID");
         (void) spank_unsetenv (sp, "TIER_SOCKET");
+        (void) spank_unsetenv (sp, "TIER_BATCH_DIRS");
         return 0;
     }
     if (tier.refused[0] && tier_effective_mode () != TIER_CACHE_REQUIRED)
@@ -311,7 +317,11 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
         (void) spank_setenv (sp, "TIER_SOCKET", v, 1);
     /* the interposer, for jobs with batch-shared directories (in front of
      * whatever the job preloads already) */
-    if (tier.opts.batch[0] && access (tier.args.preload, R_OK) == 0) {
+    if (tier.batch_dirs[0])
+        (void) spank_setenv (sp, "TIER_BATCH_DIRS", tier.batch_dirs, 1);
+    else
+        (void) spank_unsetenv (sp, "TIER_BATCH_DIRS");
+    if (tier.batch_dirs[0] && access (tier.args.preload, R_OK) == 0) {
         char old[4096] = "";
         if (spank_getenv (sp, "LD_PRELOAD", old, sizeof (old))
             != ESPANK_SUCCESS)

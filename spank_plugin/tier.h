@@ -36,6 +36,8 @@ struct tier_plugin {
     char stage_items[64][PATH_MAX];
     int stage_started;          /* the agent was asked to copy them */
     char refused[2048];         /* job options the policies refused */
+    char batch_dirs[TIER_OPT_VALUE_MAX];  /* "D1:D2:!D3" for the
+                                           * interposer (agent's reply) */
     char ns_error[600];         /* why not */
 };
 

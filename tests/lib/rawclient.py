@@ -7,6 +7,8 @@
 #   rawclient.py SOCKET oversize BYTES       a header announcing BYTES
 #   rawclient.py SOCKET half                 half a message, then silence;
 #                                            print what arrives and when
+#   rawclient.py SOCKET fd FILE JSON         a request carrying a read-only
+#                                            descriptor of FILE (SCM_RIGHTS)
 #
 # Frame: magic "TIR1", u16 version, u16 type (1 request, 2 response),
 # u32 id, u32 length, host byte order; then the JSON body.
@@ -56,6 +58,11 @@ def main():
         s.sendall(os.urandom(4096))
     elif what == "oversize":
         s.sendall(HDR.pack(MAGIC, 1, 1, 7, int(sys.argv[3])) + b"{")
+    elif what == "fd":
+        body = sys.argv[4].encode()
+        fd = os.open(sys.argv[3], os.O_RDONLY)
+        socket.send_fds(s, [HDR.pack(MAGIC, 1, 1, 7, len(body)) + body], [fd])
+        os.close(fd)
     elif what == "half":
         body = b'{"op":"ping"}'
         s.sendall(HDR.pack(MAGIC, 1, 1, 7, len(body)) + body[:5])

@@ -1,0 +1,322 @@
+#!/bin/bash
+test_description='batch-shared inputs: the read-only BB replica cache, filled once per batch'
+. "$(dirname "$0")/../lib/tap.sh"
+. "$TIER_SRCDIR/tests/lib/cluster.sh"
+. "$TIER_SRCDIR/tests/lib/gfsemu.sh"
+
+test_have_prereq ROOT,SLURM,FUSE,USERS || skip_all "needs root, Slurm, FUSE and users"
+# the GFS is capped so that a copy takes long enough to be interrupted
+test_expect_success 'start the cluster (GFS capped at 100 MiB/s)' '
+    cluster_start --gfs-opts bandwidth=100M &&
+    echo "BBLockStale = 3s" >>$CLUSTER/etc/tier.conf
+'
+[ -n "${CLUSTER:-}" ] || bail_out "no cluster"
+H=$GFS/home/alice
+DB=$H/db
+OUT=$H/out
+BB=$CLUSTER/bb
+TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
+RAW="python3 $TIER_SRCDIR/tests/lib/rawclient.py"
+no_drain () { ! sinfo -h -R | grep .; }
+as_user alice mkdir -p "$DB" "$OUT"
+as_user alice sh -c "head -c 64M /dev/urandom > $DB/big"
+SUM=$(sha256sum <$GFS-backing/home/alice/db/big | cut -d" " -f1)
+alice_uid=$(id -u alice)
+
+# the replica key of a GFS file: inode, size, mtime, ctime (ns)
+key_of () {
+    stat -c "%i %s %.9Y %.9Z" "$1" | awk '{
+        split($3, m, "."); split($4, c, ".");
+        printf "%x-%x-%s.%s-%s.%s\n", $1, $2, m[1], m[2], c[1], c[2] }'
+}
+# batch_ctr ID COUNTER: a counter of the batch role, over all nodes
+batch_ctr () {
+    (cd $H && as_user alice $TIERCTL stats --batch "$1" --json) |
+        python3 -c "import json,sys; print(json.load(sys.stdin)[\"roles\"][\"batch\"][sys.argv[1]])" "$2"
+}
+# wait until every node has published the batch's final counters
+stats_settle () { sleep 3; }
+
+test_expect_success 'build the C and C++ readers (stdio fopen, std::ifstream)' '
+    gcc -O2 -o $TRASH/cat_fopen $TIER_SRCDIR/tests/readers/cat_fopen.c &&
+    g++ -O2 -o $TRASH/cat_ifstream $TIER_SRCDIR/tests/readers/cat_ifstream.cc &&
+    cp $TIER_SRCDIR/tests/readers/cat_openat.py $TRASH/ && chmod 755 $TRASH/*
+'
+
+# Each task reads the shared file once, with a different reader; with
+# ORDERED=1 in turn (each waits for the one before), so that no two reads
+# overlap and share the emulator's page cache.
+cat >"$H/read.sh" <<EOF2
+#!/bin/bash
+i=\$SLURM_ARRAY_TASK_ID
+if [ "\${ORDERED:-0}" = 1 ] && [ \$i -gt 1 ]; then
+    while [ ! -e $OUT/sum-\$((i - 1)) ]; do sleep 0.1; done
+fi
+case \$((i % 5)) in
+    0) cat \$1 ;;
+    1) python3 $TRASH/cat_openat.py \$(dirname \$1) \$(basename \$1) ;;
+    2) $TRASH/cat_fopen \$1 ;;
+    3) $TRASH/cat_ifstream \$1 ;;
+    4) cd \$(dirname \$1) && cat ./\$(basename \$1) ;;
+esac | sha256sum | cut -d" " -f1 > $OUT/sum-\$i.tmp
+mv $OUT/sum-\$i.tmp $OUT/sum-\$i
+echo \$SLURMD_NODENAME > $OUT/node-\$i
+EOF2
+chmod 755 "$H/read.sh"; chown alice "$H/read.sh"
+
+test_expect_success 'control run (--tier-cache=off): 12 tasks in turn read the file 12 times from the GFS' '
+    gfsemu_reset "$GFS" &&
+    id=$(sbatch_wait alice --export=ALL,ORDERED=1 --array=1-12 --tier-cache=off -o /dev/null "$H/read.sh" $DB/big) &&
+    test "$(job_state $id)" = COMPLETED &&
+    b=$(gfsemu_stat "$GFS" home/alice/db/big read_bytes) && echo "read $b" &&
+    test "$b" = $((12 * 67108864)) && rm -f $OUT/sum-*
+'
+test_expect_success 'the same 12 tasks with --tier-batch, on three nodes: the GFS serves the file once' '
+    gfsemu_reset "$GFS" &&
+    id=$(sbatch_wait alice --export=ALL,ORDERED=1 --array=1-12 --tier-batch=$DB -o $OUT/r-%a.out -e $OUT/r-%a.err \
+        "$H/read.sh" $DB/big) &&
+    test "$(job_state $id)" = COMPLETED && echo $id >$TRASH/id &&
+    b=$(gfsemu_stat "$GFS" home/alice/db/big read_bytes) && echo "read $b" &&
+    test "$b" = 67108864 &&
+    test "$(cat $OUT/node-* | sort -u | wc -l)" = 3
+'
+test_expect_success 'every task read the right bytes, with cat, Python (openat), fopen, ifstream and a relative path' '
+    for i in $(seq 12); do test "$(cat $OUT/sum-$i)" = "$SUM" || { echo "task $i"; exit 1; }; done
+'
+test_expect_success 'the counters say 1 miss and 11 hits, 64 MiB read from the GFS' '
+    stats_settle && id=$(cat $TRASH/id) &&
+    test "$(batch_ctr $id misses)" = 1 && test "$(batch_ctr $id hits)" = 11 &&
+    test "$(batch_ctr $id fallthroughs)" = 0 &&
+    test "$(batch_ctr $id gfs_bytes_read)" = 67108864 &&
+    test "$(batch_ctr $id gfs_bytes_avoided)" = $((11 * 67108864))
+'
+test_expect_success '12 tasks reading a cold file at once, across nodes: still one copy' '
+    as_user alice sh -c "head -c 64M /dev/urandom > $DB/big2" && gfsemu_reset "$GFS" &&
+    s2=$(sha256sum <$GFS-backing/home/alice/db/big2 | cut -d" " -f1) && rm -f $OUT/sum-* &&
+    id=$(sbatch_wait alice --array=1-12 --tier-batch=$DB -o /dev/null "$H/read.sh" $DB/big2) &&
+    test "$(job_state $id)" = COMPLETED &&
+    for i in $(seq 12); do test "$(cat $OUT/sum-$i)" = "$s2" || exit 1; done &&
+    b=$(gfsemu_stat "$GFS" home/alice/db/big2 read_bytes) && echo "read $b" && test "$b" = 67108864 &&
+    stats_settle && test "$(batch_ctr $id misses)" = 1 && test "$(batch_ctr $id hits)" = 11 &&
+    test "$(batch_ctr $id gfs_bytes_read)" = "$b"
+'
+test_expect_success 'the replica is a root-owned read-only file in alice'"'"'s 0700+ACL directory' '
+    k=$(key_of $DB/big) && f=$BB/replicas/u$alice_uid/$k && ls -l $f &&
+    test "$(stat -c "%U %a" $f)" = "root 444" &&
+    test "$(stat -c "%U %a" $BB/replicas/u$alice_uid)" = "root 710" &&
+    getfacl -p $BB/replicas/u$alice_uid | grep -qx "user:alice:--x" &&
+    test "$(sha256sum <$f | cut -d" " -f1)" = "$SUM"
+'
+
+test_expect_success 'a directory policy does the same without any option' '
+    (cd $H && as_user alice $TIERCTL set policy $DB batch) &&
+    id=$(sbatch_wait alice --array=1-3 --tier-cache=auto -o /dev/null "$H/read.sh" $DB/big) &&
+    test "$(job_state $id)" = COMPLETED && stats_settle &&
+    test "$(batch_ctr $id hits)" = 3 && test "$(batch_ctr $id misses)" = 0
+'
+
+test_expect_success '16 processes opening a cold file behind a barrier cause one copy' '
+    as_user alice sh -c "head -c 32M /dev/urandom > $DB/cold" && gfsemu_reset "$GFS" &&
+    cat >$H/barrier.sh <<EOF2 &&
+#!/bin/bash
+for p in \$(seq 16); do
+    ( while [ ! -e $OUT/go ]; do sleep 0.05; done; sha256sum $DB/cold | cut -d" " -f1 > $OUT/cold-\$p ) &
+done
+sleep 1; touch $OUT/go; wait
+EOF2
+    chmod 755 $H/barrier.sh && chown alice $H/barrier.sh &&
+    id=$(sbatch_wait alice -w n2 --tier-batch=$DB -o /dev/null $H/barrier.sh) &&
+    test "$(job_state $id)" = COMPLETED &&
+    test "$(cat $OUT/cold-* | sort -u)" = "$(sha256sum <$GFS-backing/home/alice/db/cold | cut -d" " -f1)" &&
+    test "$(ls $OUT/cold-* | wc -l)" = 16 &&
+    b=$(gfsemu_stat "$GFS" home/alice/db/cold read_bytes) && echo "read $b" && test "$b" = 33554432 &&
+    stats_settle && test "$(batch_ctr $id misses)" = 1 && test "$(batch_ctr $id hits)" = 15
+'
+
+test_expect_success 'a fresh lock planted "from n2": n1 waits for it and serves n2'"'"'s replica' '
+    as_user alice sh -c "head -c 8M /dev/urandom > $DB/locked" && gfsemu_reset "$GFS" &&
+    k=$(key_of $DB/locked) && d=$BB/replicas/u$alice_uid &&
+    echo "node=n2 boot=other pid=1 start=1" >$d/$k.lock &&
+    ( for s in 1 2 3 4 5 6; do sleep 1; touch $d/$k.lock; done;
+      cp $GFS-backing/home/alice/db/locked $d/.x && chmod 444 $d/.x && mv $d/.x $d/$k && rm -f $d/$k.lock ) &
+    id=$(sbatch_wait alice -w n1 --tier-batch=$DB -o $OUT/l.out --wrap "sha256sum $DB/locked") && wait &&
+    test "$(job_state $id)" = COMPLETED &&
+    grep -q "$(sha256sum <$GFS-backing/home/alice/db/locked | cut -d" " -f1)" $OUT/l.out &&
+    test "$(gfsemu_stat "$GFS" home/alice/db/locked read_bytes)" = 0 &&
+    stats_settle && test "$(batch_ctr $id hits)" = 1 && test "$(batch_ctr $id misses)" = 0
+'
+test_expect_success 'a stale lock (its heartbeat stopped) is broken and the file copied' '
+    as_user alice sh -c "head -c 8M /dev/urandom > $DB/stale" && gfsemu_reset "$GFS" &&
+    k=$(key_of $DB/stale) && d=$BB/replicas/u$alice_uid &&
+    echo "node=n2 boot=other pid=1 start=1" >$d/$k.lock &&
+    id=$(sbatch_wait alice -w n1 --tier-batch=$DB -o $OUT/s.out --wrap "sha256sum $DB/stale") &&
+    test "$(job_state $id)" = COMPLETED &&
+    grep -q "$(sha256sum <$GFS-backing/home/alice/db/stale | cut -d" " -f1)" $OUT/s.out &&
+    test ! -e $d/$k.lock && test -f $d/$k &&
+    test "$(gfsemu_stat "$GFS" home/alice/db/stale read_bytes)" = 8388608 &&
+    stats_settle && test "$(batch_ctr $id misses)" = 1
+'
+
+# versioned blocks: every 4 KiB block starts with the version
+cat >$TRASH/stamp.py <<'EOF2'
+import os, sys
+path, version = sys.argv[1], sys.argv[2].encode()
+block = (version * 4096)[:4096]
+fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+for i in range(2048):
+    os.pwrite(fd, block, i * 4096)
+os.close(fd)
+EOF2
+cat >$TRASH/check.py <<'EOF2'
+import sys
+seen = set()
+with open(sys.argv[1], "rb") as f:
+    while True:
+        b = f.read(4096)
+        if not b:
+            break
+        seen.add(b[:2])
+print(",".join(sorted(x.decode() for x in seen)))
+EOF2
+chmod 644 $TRASH/*.py
+test_expect_success 'a source rewritten in place mid-batch (mtime restored): no task reads a mix; later tasks and jobs read the new one' '
+    as_user alice python3 $TRASH/stamp.py $DB/versioned v1 &&
+    m=$(stat -c %.9Y $DB/versioned) &&
+    cat >$H/ver.sh <<EOF2 &&
+#!/bin/bash
+i=\$SLURM_ARRAY_TASK_ID
+if [ \$i -gt 2 ]; then while [ ! -e $OUT/rewritten ]; do sleep 0.2; done; fi
+python3 $TRASH/check.py $DB/versioned > $OUT/ver-\$i
+EOF2
+    chmod 755 $H/ver.sh && chown alice $H/ver.sh &&
+    id=$(cd $H && as_user alice sbatch --parsable --array=1-4 --tier-batch=$DB -o /dev/null $H/ver.sh) &&
+    wait_for 60 test -s $OUT/ver-1 && wait_for 60 test -s $OUT/ver-2 &&
+    as_user alice python3 $TRASH/stamp.py $DB/versioned v2 &&
+    as_user alice touch -d "@$m" $DB/versioned && test "$(stat -c %.9Y $DB/versioned)" = "$m" &&
+    touch $OUT/rewritten && wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED &&
+    cat $OUT/ver-* &&
+    test "$(cat $OUT/ver-1)" = v1 && test "$(cat $OUT/ver-2)" = v1 &&
+    test "$(cat $OUT/ver-3)" = v2 && test "$(cat $OUT/ver-4)" = v2 &&
+    id=$(sbatch_wait alice --tier-batch=$DB -o $OUT/later.out --wrap "python3 $TRASH/check.py $DB/versioned") &&
+    test "$(cat $OUT/later.out)" = v2
+'
+
+test_expect_success 'kill -9 of the agent mid-copy: no partial replica is served; the next open completes' '
+    as_user alice sh -c "head -c 256M /dev/urandom > $DB/killed" && gfsemu_reset "$GFS" &&
+    ksum=$(sha256sum <$GFS-backing/home/alice/db/killed | cut -d" " -f1) &&
+    k=$(key_of $DB/killed) &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n3 --tier-batch=$DB -o $OUT/k1.out --wrap "sha256sum $DB/killed") &&
+    wait_for 30 sh -c "ls -a $BB/.tmp/n3 | grep -q part" &&
+    pid=$(cat $CLUSTER/state/n3/tierd.pid) && kill -9 $pid &&
+    wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED &&
+    grep -q $ksum $OUT/k1.out &&
+    if [ -e $BB/replicas/u$alice_uid/$k ]; then
+        test "$(sha256sum <$BB/replicas/u$alice_uid/$k | cut -d" " -f1)" = $ksum
+    fi &&
+    id=$(sbatch_wait alice -w n3 --tier-batch=$DB -o $OUT/k2.out --wrap "sha256sum $DB/killed") &&
+    test "$(job_state $id)" = COMPLETED && grep -q $ksum $OUT/k2.out &&
+    test "$(sha256sum <$BB/replicas/u$alice_uid/$k | cut -d" " -f1)" = $ksum &&
+    test -z "$(ls -A $BB/.tmp/n3)"
+'
+
+test_expect_success 'bob, on the same node at the same time, cannot list, stat or open alice'"'"'s replicas' '
+    as_user alice mkdir -m 700 $H/private && as_user alice mkdir $H/private/db &&
+    as_user alice sh -c "echo secret-data > $H/private/db/s && chmod 600 $H/private/db/s" &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-batch=$H/private/db -o $OUT/p.out \
+        --wrap "cat $H/private/db/s; sleep 8") &&
+    wait_for 30 grep -q secret-data $OUT/p.out &&
+    k=$(key_of $H/private/db/s) && d=$BB/replicas/u$alice_uid && test -f $d/$k &&
+    bid=$(cd $GFS/home/bob && as_user bob sbatch --parsable -w n1 -o $GFS/home/bob/probe.out \
+        --wrap "ls $d; stat $d/$k; cat $d/$k; cat $BB/replicas/*/*") &&
+    wait_for 60 job_done $bid && wait_for 60 job_done $id &&
+    cat $GFS/home/bob/probe.out &&
+    ! grep -q secret-data $GFS/home/bob/probe.out &&
+    test "$(grep -c "Permission denied" $GFS/home/bob/probe.out)" -ge 3
+'
+test_expect_success 'a descriptor of another file, claimed as alice'"'"'s path, is refused' '
+    as_user bob sh -c "echo bob > $GFS/home/bob/mine" &&
+    (cd $GFS/home/bob && as_user bob srun -w n1 --tier-cache=auto $RAW $CLUSTER/run/tier/n1/tierd.sock fd \
+        $GFS/home/bob/mine "{\"op\":\"replica.open\",\"path\":\"$DB/big\"}") >$TRASH/claim 2>&1;
+    cat $TRASH/claim && grep -q "the descriptor is not $DB/big" $TRASH/claim
+'
+test_expect_success 'a symlink in a batch directory leading out is read as the user, never cached' '
+    as_user alice ln -sfn /etc/passwd $DB/pw && as_user alice ln -sfn /etc/shadow $DB/shadow &&
+    id=$(sbatch_wait alice -w n2 --tier-batch=$DB -o $OUT/sym.out -e $OUT/sym.err \
+        --wrap "md5sum $DB/pw; cat $DB/shadow") &&
+    grep -q "$(md5sum </etc/passwd | cut -d" " -f1)" $OUT/sym.out &&
+    grep -q "Permission denied" $OUT/sym.err &&
+    ! grep -rl "^root:" $BB/replicas/ && stats_settle &&
+    test "$(batch_ctr $id hits)" = 0 && test "$(batch_ctr $id misses)" = 0
+'
+test_expect_success 'a symlink planted in the BB does not make the agent write outside it' '
+    bob_uid=$(id -u bob) && mkdir -p $TRASH/elsewhere &&
+    rm -rf $BB/replicas/u$bob_uid && ln -s $TRASH/elsewhere $BB/replicas/u$bob_uid &&
+    as_user bob mkdir -p $GFS/home/bob/db && as_user bob sh -c "echo b > $GFS/home/bob/db/f" &&
+    id=$(sbatch_wait bob -w n2 --tier-batch=$GFS/home/bob/db -o $GFS/home/bob/sl.out --wrap "cat $GFS/home/bob/db/f") &&
+    test "$(job_state $id)" = COMPLETED && grep -qx b $GFS/home/bob/sl.out &&
+    test -z "$(ls -A $TRASH/elsewhere)" && test -L $BB/replicas/u$bob_uid &&
+    rm $BB/replicas/u$bob_uid
+'
+
+test_expect_success 'a static binary reads the GFS directly and gets the same bytes' '
+    bb=$(command -v busybox) && gfsemu_reset "$GFS" &&
+    id=$(sbatch_wait alice -w n1 --tier-batch=$DB -o $OUT/static.out --wrap "$bb sha256sum $DB/big") &&
+    grep -q $SUM $OUT/static.out &&
+    test "$(gfsemu_stat "$GFS" home/alice/db/big read_bytes)" = 67108864
+'
+
+test_expect_success 'tierctl prefetch copies a tree before the batch; its first task hits' '
+    as_user alice mkdir -p $DB/tree/sub &&
+    as_user alice sh -c "head -c 1M /dev/urandom > $DB/tree/a; echo x > $DB/tree/sub/b" &&
+    (cd $H && as_user alice $TIERCTL -N n3 prefetch $DB/tree) >$TRASH/pf && cat $TRASH/pf &&
+    grep -q "2 files .* 2 copied" $TRASH/pf && gfsemu_reset "$GFS" &&
+    id=$(sbatch_wait alice -w n3 --tier-batch=$DB -o /dev/null --wrap "cat $DB/tree/a $DB/tree/sub/b >/dev/null") &&
+    test "$(gfsemu_stat "$GFS" home/alice/db/tree/a read_bytes)" = 0 &&
+    stats_settle && test "$(batch_ctr $id hits)" = 2 && test "$(batch_ctr $id misses)" = 0 &&
+    (cd $H && as_user alice $TIERCTL -N n3 replicas $DB/tree) | grep -q "$DB/tree/sub/b"
+'
+test_expect_success 'tierctl evict drops them; bob cannot evict alice'"'"'s' '
+    (cd $GFS/home/bob && as_user bob $TIERCTL -N n3 evict $DB/tree) | grep -q "0 replicas" &&
+    (cd $H && as_user alice $TIERCTL -N n3 evict $DB/tree) | grep -q "2 replicas" &&
+    test ! -e $BB/replicas/u$alice_uid/$(key_of $DB/tree/a)
+'
+test_expect_success 'prefetch outside a batch directory is refused with the reason' '
+    as_user alice sh -c "echo y > $H/notbatch" &&
+    ! (cd $H && as_user alice $TIERCTL -N n3 prefetch $H/notbatch) 2>$TRASH/nb &&
+    cat $TRASH/nb && grep -q "is not in a batch directory" $TRASH/nb
+'
+test_expect_success 'tierctl status shows the replica cache' '
+    (cd $H && as_user alice $TIERCTL -N n1 status) >$TRASH/st && cat $TRASH/st &&
+    grep -q "^replicas: [0-9]* files, .* fetching" $TRASH/st &&
+    (cd $H && as_user alice $TIERCTL -N n1 status --json) | python3 -c "
+import json,sys; r=json.load(sys.stdin)[\"replicas\"]; assert r[\"enabled\"] and r[\"files\"]>=1, r"
+'
+
+test_expect_success 'ttl: a replica older than its policy'"'"'s ttl is removed' '
+    as_user alice mkdir -p $H/short && as_user alice sh -c "echo t > $H/short/f" &&
+    (cd $H && as_user alice $TIERCTL set policy $H/short batch --ttl 2s) &&
+    id=$(sbatch_wait alice -w n2 --tier-cache=auto -o /dev/null --wrap "cat $H/short/f") &&
+    k=$(key_of $H/short/f) && test -f $BB/replicas/u$alice_uid/$k &&
+    wait_for 20 test ! -e $BB/replicas/u$alice_uid/$k &&
+    grep -q "evicted: ttl" $CLUSTER/log/tierd-n2.log
+'
+test_expect_success 'budget: past BBCapacity the least recently used replica goes; a file larger than it reads the GFS' '
+    sed -i "s/^BBCapacity = .*/BBCapacity = 40M/" $CLUSTER/etc/tier.conf &&
+    kill -HUP $(cat $CLUSTER/state/n2/tierd.pid) && sleep 1 &&
+    (cd $H && as_user alice $TIERCTL -N n2 evict $H) >/dev/null &&
+    as_user alice mkdir -p $DB/b &&
+    for f in f1 f2 f3; do as_user alice sh -c "head -c 16M /dev/urandom > $DB/b/$f" || exit 1; done &&
+    id=$(sbatch_wait alice -w n2 --tier-batch=$DB -o /dev/null \
+        --wrap "cat $DB/b/f1 >/dev/null; sleep 1; cat $DB/b/f2 >/dev/null; sleep 1; cat $DB/b/f3 >/dev/null") &&
+    test ! -e $BB/replicas/u$alice_uid/$(key_of $DB/b/f1) &&
+    test -f $BB/replicas/u$alice_uid/$(key_of $DB/b/f2) &&
+    test -f $BB/replicas/u$alice_uid/$(key_of $DB/b/f3) &&
+    grep -q "evicted: BB budget" $CLUSTER/log/tierd-n2.log &&
+    id=$(sbatch_wait alice -w n2 --tier-batch=$DB -o $OUT/huge.out --wrap "sha256sum $DB/big") &&
+    grep -q $SUM $OUT/huge.out && stats_settle &&
+    test "$(batch_ctr $id fallthroughs)" = 1 &&
+    sed -i "s/^BBCapacity = .*/BBCapacity = 2G/" $CLUSTER/etc/tier.conf &&
+    kill -HUP $(cat $CLUSTER/state/n2/tierd.pid)
+'
+test_expect_success 'no node was drained' 'no_drain'
+test_done
