@@ -135,6 +135,15 @@ bool replica_child (struct agent *a, pid_t pid, int status);
 void replica_tick (struct agent *a);
 int replica_flush (struct agent *a);
 
+/* mirror.c: eager mode, fully prefetched batch directories bound into
+ * the job's namespace */
+json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
+                           tier_error_t *error);
+void mirror_job_binds (struct agent *a, const struct store_job *job,
+                       char *out, size_t size);
+void mirror_drop (struct agent *a, uid_t uid, const char *key,
+                  const char *path);
+
 /* tiers.c */
 void tiers_init (struct agent *a);
 json_t *tiers_json (struct agent *a);

@@ -114,6 +114,7 @@ struct fetch {
     uint64_t size;
     uint64_t ttl;
     uint32_t batch;
+    mode_t mode;                /* 0444, or 0555 for executables */
     int srcfd;
     pid_t pid;                  /* 0 while queued */
     bool done;
@@ -258,6 +259,8 @@ static void rec_evict (struct agent *a, struct replica *x, const char *why)
         tier_log_error ("evict %s", file);
     tier_log (LOG_INFO, "replica of %s (%llu bytes) evicted: %s",
               x->path ? x->path : x->id, (unsigned long long) x->size, why);
+    if (x->id[0] == 'u' && strchr (x->id, '/'))
+        mirror_drop (a, x->uid, strchr (x->id, '/') + 1, NULL);
     rec_forget (a, x);
 }
 
@@ -446,6 +449,7 @@ struct fetch_ctx {
     const char *key;
     const char *node, *boot;
     uint64_t size;
+    mode_t mode;
     uint64_t stale_s, wait_s;
     uint64_t bytes;             /* copied */
     char err[512];
@@ -556,7 +560,7 @@ static int fetch_run (struct fetch_ctx *f)
     char lock[KEY_MAX + 8], mine[HOLDER_MAX];
     struct tier_copy_opts opts = {
         .flags = TIER_COPY_MODE,
-        .mode = 0444,
+        .mode = f->mode,
         .threads = 1,
     };
     struct tier_copy_result res;
@@ -651,6 +655,7 @@ static void fetcher (struct agent *a, struct fetch *ft, pid_t parent)
         .node = a->node,
         .boot = r->boot,
         .size = ft->size,
+        .mode = ft->mode,
         .stale_s = a->conf->bb_lock_stale ? a->conf->bb_lock_stale : 1,
         .wait_s = a->conf->replica_wait ? a->conf->replica_wait : 1,
     };
@@ -1326,6 +1331,9 @@ static json_t *serve (struct agent *a, struct conn *c, struct replica_req *rq,
     f->size = (uint64_t) rq->st.st_size;
     f->ttl = rq->pol->ttl;
     f->batch = rq->job ? rq->job->batch_id : 0;
+    /* read-only for everyone who can reach it; executables stay so (a
+     * bound mirror runs them) */
+    f->mode = (rq->st.st_mode & 0111) ? 0555 : 0444;
     f->srcfd = rq->fd;
     w->miss = true;
     f->waiters = w;
@@ -1567,6 +1575,8 @@ json_t *op_replica_evict (struct agent *a, struct conn *c, json_t *req,
                 rec_evict (a, x, "tierctl evict");
             }
         }
+    /* and the mirrors of directories under path */
+    mirror_drop (a, c->cred.uid, NULL, path);
     return json_pack ("{s:s s:I s:I}", "node", a->node, "files", files,
                       "bytes", bytes);
 }

@@ -359,6 +359,13 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
     }
     if (res && policy_job_batch (a, &job, scratch, sizeof (scratch)) == 0)
         json_object_set_new (res, "batch", json_string (scratch));
+    if (res && scratch[0] && job.steps == 1) {
+        /* eager mode: mirrors of batch directories, checked once per job
+         * and node (the first step binds them for all) */
+        mirror_job_binds (a, &job, scratch, sizeof (scratch));
+        if (scratch[0])
+            json_object_set_new (res, "bind", json_string (scratch));
+    }
     return policy_reply (pol, res);
 }
 
@@ -678,6 +685,7 @@ static const struct rpc_op ops[] = {
     { "replica.prefetch", op_replica_prefetch, false },
     { "replica.evict", op_replica_evict, false },
     { "replica.list", op_replica_list, false },
+    { "replica.mirror", op_replica_mirror, false },
     { NULL, NULL, false },
 };
 

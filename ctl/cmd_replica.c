@@ -16,10 +16,12 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +37,7 @@ struct prefetch {
     int timeout_ms;
     json_int_t files, bytes, copied, present, failed, skipped;
     json_t *errors;
+    json_t *mirrors;
 };
 
 static void note_error (struct prefetch *p, const char *path,
@@ -108,9 +111,10 @@ static void prefetch_at (struct prefetch *p, int atfd, const char *name,
 {
     struct stat st;
     /* a path given follows its symlinks (the agent checks where they
-     * lead); a walk does not */
-    int fd = openat (atfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK
-                     | (depth ? O_NOFOLLOW : 0));
+     * lead); a walk does not.  The system call itself: inside a job,
+     * tierctl runs with the interposer, which would hand it the replica */
+    int fd = (int) syscall (SYS_openat, atfd, name, O_RDONLY | O_CLOEXEC
+                            | O_NONBLOCK | (depth ? O_NOFOLLOW : 0));
 
     if (fd < 0 && depth && errno == ELOOP) {
         p->skipped++;
@@ -148,16 +152,56 @@ static void prefetch_at (struct prefetch *p, int atfd, const char *name,
     close (fd);
 }
 
+/* Eager mode: the agent mirrors the prefetched directory, for binding
+ * into later jobs' namespaces.
+ */
+static void mirror (struct prefetch *p, const char *dir)
+{
+    json_t *res = ctl_call (p->ctl, json_pack ("{s:s s:s}", "op",
+                                               "replica.mirror", "path",
+                                               dir));
+    char a[32];
+
+    if (!res) {
+        p->failed++;
+        return;
+    }
+    if (!p->ctl->json)
+        printf ("%s: bound read-only into your jobs from now on (%lld "
+                "files, %s), while it stays unchanged\n", dir,
+                (long long) json_integer_value (json_object_get (res,
+                                                                 "files")),
+                tier_size_format ((uint64_t) json_integer_value (
+                    json_object_get (res, "bytes")), a, sizeof (a)));
+    (void) json_array_append (p->mirrors, res);
+    json_decref (res);
+}
+
 int cmd_prefetch (struct ctl *ctl, int argc, char **argv)
 {
+    static const struct option opts[] = {
+        { "bind", no_argument, NULL, 'b' },
+        { NULL, 0, NULL, 0 },
+    };
     struct prefetch p = { .ctl = ctl };
     struct tier_conf *conf;
     char cwd[PATH_MAX], abs[PATH_MAX];
     char a[32];
+    bool bind = false;
+    int c;
 
+    while ((c = getopt_long (argc, argv, "+", opts, NULL)) != -1) {
+        if (c == 'b')
+            bind = true;
+        else
+            return ctl_usage (ctl_cmd_find ("prefetch"));
+    }
+    argc -= optind - 1;
+    argv += optind - 1;
     if (argc < 2 || argv[1][0] == '-')
         return ctl_usage (ctl_cmd_find ("prefetch"));
-    if (!(conf = ctl_conf (ctl)) || !(p.errors = json_array ()))
+    if (!(conf = ctl_conf (ctl)) || !(p.errors = json_array ())
+        || !(p.mirrors = json_array ()))
         return CTL_ERROR;
     if (tier_conf_socket_path (conf, p.sock, sizeof (p.sock)) < 0)
         return CTL_ERROR;
@@ -170,13 +214,16 @@ int cmd_prefetch (struct ctl *ctl, int argc, char **argv)
             continue;
         }
         prefetch_at (&p, AT_FDCWD, abs, abs, 0);
+        if (bind && !p.failed)
+            mirror (&p, abs);
     }
     if (ctl->json) {
-        json_t *o = json_pack ("{s:s s:I s:I s:I s:I s:I s:I s:O}",
+        json_t *o = json_pack ("{s:s s:I s:I s:I s:I s:I s:I s:O s:O}",
                                "node", conf->node, "files", p.files,
                                "bytes", p.bytes, "copied", p.copied,
                                "present", p.present, "failed", p.failed,
-                               "skipped", p.skipped, "errors", p.errors);
+                               "skipped", p.skipped, "errors", p.errors,
+                               "mirrors", p.mirrors);
         ctl_print_json (o);
         json_decref (o);
     }
@@ -188,6 +235,7 @@ int cmd_prefetch (struct ctl *ctl, int argc, char **argv)
                 (long long) p.copied, (long long) p.present,
                 (long long) p.failed, (long long) p.skipped);
     json_decref (p.errors);
+    json_decref (p.mirrors);
     return p.failed ? CTL_ERROR : CTL_OK;
 }
 

@@ -71,7 +71,7 @@ const struct ctl_cmd ctl_cmds[] = {
       "one row per node; --user lists your batches; --svg draws the batch\n"
       "over time.  Only the batch's owner and root can read it.  The JSON\n"
       "schema is in doc/stats.md.", cmd_stats },
-    { "prefetch", "PATH... [--json]",
+    { "prefetch", "[--bind] PATH... [--json]",
       "copy batch-shared files to the burst buffer now",
       "Makes the BB replicas of files (or whole trees) under your batch\n"
       "directories before a batch starts (or while it runs), so that its\n"
@@ -80,7 +80,13 @@ const struct ctl_cmd ctl_cmds[] = {
       "file version once per burst buffer (other nodes sharing the BB use\n"
       "the same replica).  The policy of each path decides (ttl, share):\n"
       "the one of the job tierctl runs in, else the site and user policies\n"
-      "your next job would follow.  Symlinks are not followed.", cmd_prefetch },
+      "your next job would follow.  Symlinks are not followed.  With\n"
+      "--bind (eager mode), each directory, once every file of it has a\n"
+      "replica, is bound read-only over its path in the namespace of every\n"
+      "later job of yours that has it as a batch directory -- as long as\n"
+      "the source is unchanged (checked when each job starts): every\n"
+      "binary then reads the replicas, static ones and executables too.",
+      cmd_prefetch },
     { "evict", "PATH... [--json]", "drop your BB replicas of files under PATH",
       "Removes the replicas this node knows of for files under each PATH\n"
       "(yours; root: everyone's).  Open replicas stay readable by whoever\n"

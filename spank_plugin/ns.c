@@ -288,6 +288,77 @@ out:
     return rc;
 }
 
+/* Eager mode: the mirror tree (on the BB, root's, from the agent) bound
+ * read-only over the batch directory, resolved as the user.  A failure
+ * leaves the directory to the interposer: it is logged, not fatal.
+ */
+static int bind_mirror (const struct mount_ctx *m, const char *dir,
+                        const char *tree, tier_error_t *error)
+{
+    char mirrors[PATH_MAX];
+    struct stat st;
+    int sfd, tfd, rc;
+
+    (void) snprintf (mirrors, sizeof (mirrors), "%.2048s/mirrors",
+                     m->conf->bb_dir);
+    if (!m->conf->bb_dir[0] || !tier_path_under (tree, mirrors))
+        return tier_errprintf (error, "mirror of %s: not in %s", dir,
+                               mirrors);
+    if ((sfd = open (tree, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+        < 0 || fstat (sfd, &st) < 0 || st.st_uid != 0) {
+        if (sfd >= 0)
+            close (sfd);
+        return tier_errprintf (error, "mirror of %s: %s", dir,
+                               strerror (errno ? errno : EPERM));
+    }
+    if ((tfd = tier_resolve_path (m, "--tier-batch", dir, TIER_RESOLVE_DIR,
+                                  error)) < 0) {
+        close (sfd);
+        return -1;
+    }
+    rc = tier_bind_ro (sfd, tfd, error);
+    close (sfd);
+    close (tfd);
+    return rc;
+}
+
+static void bind_all (const struct mount_ctx *m)
+{
+    char bound[TIER_OPT_VALUE_MAX] = "", errs[1024] = "";
+    const char *p = m->binds;
+    size_t o = 0;
+
+    while (p && *p) {
+        char item[2 * PATH_MAX + 8], *eq;
+        size_t l = strcspn (p, ":");
+        tier_error_t e;
+
+        if (l < sizeof (item)) {
+            memcpy (item, p, l);
+            item[l] = '\0';
+            if ((eq = strchr (item, '='))) {
+                *eq = '\0';
+                if (bind_mirror (m, item, eq + 1, &e) == 0) {
+                    size_t n = strlen (item);
+                    if (o + n + 2 < sizeof (bound)) {
+                        if (o)
+                            bound[o++] = ':';
+                        memcpy (bound + o, item, n + 1);
+                        o += n;
+                    }
+                }
+                else if (!errs[0])
+                    (void) snprintf (errs, sizeof (errs), "%s", e.text);
+            }
+        }
+        p += l + (p[l] == ':');
+    }
+    (void) tier_ns_write (m->conf->namespace_dir, m->job_id, "bound", bound);
+    if (errs[0])
+        (void) tier_ns_write (m->conf->namespace_dir, m->job_id,
+                              "bind.error", errs);
+}
+
 /* In the forked child that joined the namespace. */
 static int mount_all (void *arg, tier_error_t *error)
 {
@@ -303,6 +374,7 @@ static int mount_all (void *arg, tier_error_t *error)
             || mount_scratch (m, k++, dir, size, error) < 0)
             return -1;
     }
+    bind_all (m);
     return 0;
 }
 
@@ -325,7 +397,8 @@ int tier_mount_ctx_user (struct mount_ctx *m, uid_t uid, gid_t gid,
 
 bool tier_ns_wanted (void)
 {
-    return tier.opts.scratch[0] != '\0' || tier.opts.stage_in[0] != '\0';
+    return tier.opts.scratch[0] != '\0' || tier.opts.stage_in[0] != '\0'
+           || tier.binds[0] != '\0';
 }
 
 int tier_ns_prolog (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
@@ -339,7 +412,8 @@ int tier_ns_prolog (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
 int tier_ns_setup (spank_t sp, tier_error_t *error)
 {
     struct mount_ctx m = { .conf = tier.conf, .job_id = tier.job_id,
-                           .scratch = tier.opts.scratch };
+                           .scratch = tier.opts.scratch,
+                           .binds = tier.binds };
     const char *base = tier.conf->namespace_dir;
     int lockfd, rc = -1;
     uid_t uid;
@@ -367,6 +441,14 @@ int tier_ns_setup (spank_t sp, tier_error_t *error)
     }
     else
         (void) tier_ns_mark (base, m.job_id, "failed");
+    if (rc == 0 && tier_ns_read (base, m.job_id, "bound", tier.bound,
+                                 sizeof (tier.bound)) < 0)
+        tier.bound[0] = '\0';
+    if (rc == 0 && tier.binds[0]
+        && tier_ns_read (base, m.job_id, "bind.error", tier.bind_error,
+                         sizeof (tier.bind_error)) == 0)
+        slurm_error ("tier: job %u: eager mode: %s", m.job_id,
+                     tier.bind_error);
     close (lockfd);
     return rc;
 }

@@ -21,6 +21,7 @@ struct mount_ctx {
     gid_t groups[TIER_GROUPS_MAX];
     int ngroups;
     const char *scratch;        /* --tier-scratch items */
+    const char *binds;          /* "DIR=TREE:...": mirrors to bind */
 };
 
 /* Fill uid, gid and the user's groups (before forking: NSS lookups). */

@@ -170,6 +170,9 @@ static int register_job (spank_t sp, tier_error_t *error)
         if (tier_jr_get_str (reply, strlen (reply), "batch",
                              tier.batch_dirs, sizeof (tier.batch_dirs)) < 0)
             tier.batch_dirs[0] = '\0';
+        if (tier_jr_get_str (reply, strlen (reply), "bind", tier.binds,
+                             sizeof (tier.binds)) < 0)
+            tier.binds[0] = '\0';
     }
     {
         bool ok = true;
@@ -305,6 +308,9 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
     }
     if (tier.refused[0] && tier_effective_mode () != TIER_CACHE_REQUIRED)
         slurm_spank_log ("tier: warning: refused: %s", tier.refused);
+    if (tier.bind_error[0])
+        slurm_spank_log ("tier: warning: eager mode: %s (read through the "
+                         "interposer instead)", tier.bind_error);
     if (tier_ns_wanted () && !tier.ns_ok
         && tier_effective_mode () != TIER_CACHE_REQUIRED)
         slurm_spank_log ("tier: warning: %s; those directories are the "
@@ -317,8 +323,26 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
         (void) spank_setenv (sp, "TIER_SOCKET", v, 1);
     /* the interposer, for jobs with batch-shared directories (in front of
      * whatever the job preloads already) */
-    if (tier.batch_dirs[0])
-        (void) spank_setenv (sp, "TIER_BATCH_DIRS", tier.batch_dirs, 1);
+    if (tier.batch_dirs[0]) {
+        /* bound mirrors need no interposer: their opens pass through */
+        char dirs[sizeof (tier.batch_dirs) + sizeof (tier.bound) + 64];
+        char item[PATH_MAX + 8];
+        const char *p = tier.bound;
+        size_t o = (size_t) snprintf (dirs, sizeof (dirs), "%s",
+                                      tier.batch_dirs);
+        while (*p && o + 2 < sizeof (dirs)) {
+            size_t l = strcspn (p, ":");
+            if (l < sizeof (item) - 2 && o + l + 3 < sizeof (dirs)) {
+                dirs[o++] = ':';
+                dirs[o++] = '!';
+                memcpy (dirs + o, p, l);
+                o += l;
+                dirs[o] = '\0';
+            }
+            p += l + (p[l] == ':');
+        }
+        (void) spank_setenv (sp, "TIER_BATCH_DIRS", dirs, 1);
+    }
     else
         (void) spank_unsetenv (sp, "TIER_BATCH_DIRS");
     if (tier.batch_dirs[0] && access (tier.args.preload, R_OK) == 0) {

@@ -38,6 +38,10 @@ struct tier_plugin {
     char refused[2048];         /* job options the policies refused */
     char batch_dirs[TIER_OPT_VALUE_MAX];  /* "D1:D2:!D3" for the
                                            * interposer (agent's reply) */
+    char binds[TIER_OPT_VALUE_MAX];  /* "DIR=TREE:..." mirrors to bind
+                                      * (eager mode, agent's reply) */
+    char bound[TIER_OPT_VALUE_MAX];  /* "DIR:..." bound on this node */
+    char bind_error[1024];      /* why a mirror was not bound */
     char ns_error[600];         /* why not */
 };
 

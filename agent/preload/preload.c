@@ -192,7 +192,8 @@ static bool wants_redirect (int flags)
                          | __O_TMPFILE));
 }
 
-/* Under a batch directory (the longest match decides)? */
+/* Under a batch directory (the longest match decides; of two equal, the
+ * exclusion)? */
 static bool in_batch (const char *norm)
 {
     size_t best = 0;
@@ -200,7 +201,8 @@ static bool in_batch (const char *norm)
 
     for (int i = 0; i < st.ndirs; i++) {
         const struct dir *d = &st.dirs[i];
-        if (d->len > best && !strncmp (norm, d->path, d->len)
+        if ((d->len > best || (d->len == best && d->exclude))
+            && !strncmp (norm, d->path, d->len)
             && (norm[d->len] == '/' || norm[d->len] == '\0')) {
             best = d->len;
             batch = !d->exclude;
@@ -611,7 +613,7 @@ __attribute__ ((destructor)) static void preload_fini (void)
     tier_jw_str (&w, "op", "replica.report");
     tier_jw_uint (&w, "cached", n);
     tier_jw_uint (&w, "cached_bytes", bytes);
-    if (tier_jw_finish (&w) == 0
+    if (tier_jw_finish (&w) >= 0
         && (fd = tier_client_connect (st.sock, 1000, &error)) >= 0) {
         (void) tier_client_call (fd, body, NULL, 0, &reply, &len, 2000,
                                  &error);

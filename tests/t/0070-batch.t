@@ -38,6 +38,7 @@ batch_ctr () {
 stats_settle () { sleep 3; }
 
 test_expect_success 'build the C and C++ readers (stdio fopen, std::ifstream)' '
+    gcc -O2 -pthread -o $TRASH/opener $TIER_SRCDIR/tests/readers/opener.c &&
     gcc -O2 -o $TRASH/cat_fopen $TIER_SRCDIR/tests/readers/cat_fopen.c &&
     g++ -O2 -o $TRASH/cat_ifstream $TIER_SRCDIR/tests/readers/cat_ifstream.cc &&
     cp $TIER_SRCDIR/tests/readers/cat_openat.py $TRASH/ && chmod 755 $TRASH/*
@@ -265,6 +266,20 @@ test_expect_success 'a static binary reads the GFS directly and gets the same by
     test "$(gfsemu_stat "$GFS" home/alice/db/big read_bytes)" = 67108864
 '
 
+test_expect_success 'threads, fork and exec: every open reads the same bytes; the process caches its decisions' '
+    id=$(sbatch_wait alice -w n1 --tier-batch=$DB -o $OUT/op.out -e $OUT/op.err --wrap "$TRASH/opener $DB/big 50 4") &&
+    test "$(job_state $id)" = COMPLETED && cat $OUT/op.out && grep -qx "ok 602" $OUT/op.out &&
+    stats_settle && h=$(batch_ctr $id hits) && m=$(batch_ctr $id gfs_meta_ops) &&
+    echo "hits $h, GFS metadata operations $m" && test "$h" = 602 && test "$m" -le 24
+'
+test_expect_success 'revalidate 0: every open asks the agent (and opens the source)' '
+    as_user alice mkdir -p $H/reval && as_user alice sh -c "echo r > $H/reval/f" &&
+    (cd $H && as_user alice $TIERCTL set policy $H/reval batch --revalidate 0) &&
+    id=$(sbatch_wait alice -w n1 --tier-cache=auto -o $OUT/rv.out --wrap "$TRASH/opener $H/reval/f 5 1") &&
+    grep -qx "ok 17" $OUT/rv.out && stats_settle &&
+    test "$(batch_ctr $id gfs_meta_ops)" = 17 && test "$(batch_ctr $id hits)" = 16
+'
+
 test_expect_success 'tierctl prefetch copies a tree before the batch; its first task hits' '
     as_user alice mkdir -p $DB/tree/sub &&
     as_user alice sh -c "head -c 1M /dev/urandom > $DB/tree/a; echo x > $DB/tree/sub/b" &&
@@ -284,6 +299,46 @@ test_expect_success 'prefetch outside a batch directory is refused with the reas
     as_user alice sh -c "echo y > $H/notbatch" &&
     ! (cd $H && as_user alice $TIERCTL -N n3 prefetch $H/notbatch) 2>$TRASH/nb &&
     cat $TRASH/nb && grep -q "is not in a batch directory" $TRASH/nb
+'
+test_expect_success 'eager mode: prefetch --bind mirrors a directory; a later job gets it bound read-only' '
+    as_user alice mkdir -p $H/tools/lib &&
+    as_user alice cp "$(command -v busybox)" $H/tools/busybox &&
+    as_user alice sh -c "head -c 4M /dev/urandom > $H/tools/lib/data; ln -s lib/data $H/tools/link" &&
+    (cd $H && as_user alice $TIERCTL set policy $H/tools batch) &&
+    (cd $H && as_user alice $TIERCTL -N n2 prefetch --bind $H/tools) >$TRASH/bind && cat $TRASH/bind &&
+    grep -q "$H/tools: bound read-only into your jobs" $TRASH/bind && gfsemu_reset "$GFS" &&
+    tsum=$(sha256sum <$GFS-backing/home/alice/tools/lib/data | cut -d" " -f1) &&
+    id=$(sbatch_wait alice -w n3 --tier-cache=auto -o $OUT/eager.out -e $OUT/eager.err \
+        --wrap "grep -c \" $H/tools ro,nosuid,nodev\" /proc/self/mountinfo; $H/tools/busybox sha256sum $H/tools/link; touch $H/tools/new") &&
+    cat $OUT/eager.out $OUT/eager.err &&
+    test "$(head -1 $OUT/eager.out)" = 1 && grep -q "^$tsum " $OUT/eager.out &&
+    grep -q "Read-only file system" $OUT/eager.err &&
+    test "$(gfsemu_stat "$GFS" home/alice/tools/lib/data read_bytes)" = 0 &&
+    test "$(gfsemu_stat "$GFS" home/alice/tools/busybox read_bytes)" = 0
+'
+test_expect_success 'eager mode: a changed source is not bound; the job reads it through the interposer' '
+    as_user alice sh -c "echo more >> $H/tools/lib/data" &&
+    id=$(sbatch_wait alice -w n3 --tier-cache=auto -o $OUT/eager2.out \
+        --wrap "grep -c \" $H/tools ro,\" /proc/self/mountinfo; sha256sum $H/tools/lib/data") &&
+    cat $OUT/eager2.out && test "$(head -1 $OUT/eager2.out)" = 0 &&
+    grep -q "$(sha256sum <$GFS-backing/home/alice/tools/lib/data | cut -d" " -f1)" $OUT/eager2.out &&
+    grep -q "mirror .* dropped: its source changed" $CLUSTER/log/tierd-n3.log
+'
+test_expect_success 'share = world (site policy): one replica for every user of a world-readable file' '
+    mkdir -p $GFS-backing/pub && chmod 755 $GFS-backing/pub &&
+    head -c 2M /dev/urandom >$GFS-backing/pub/ref && chmod 644 $GFS-backing/pub/ref &&
+    echo private >$GFS-backing/pub/own && chown alice $GFS-backing/pub/own && chmod 600 $GFS-backing/pub/own &&
+    printf "{\"version\": 1, \"policies\": {\"%s\": {\"role\": \"batch\", \"share\": \"world\"}}}\n" \
+        "$GFS/pub" >$CLUSTER/etc/policies.d/pub.json && gfsemu_reset "$GFS" &&
+    id=$(sbatch_wait alice -w n1 --tier-cache=auto -o /dev/null --wrap "cat $GFS/pub/ref $GFS/pub/own >/dev/null") &&
+    bid=$(sbatch_wait bob -w n2 --tier-cache=auto -o $GFS/home/bob/w.out --wrap "sha256sum $GFS/pub/ref") &&
+    grep -q "$(sha256sum <$GFS-backing/pub/ref | cut -d" " -f1)" $GFS/home/bob/w.out &&
+    test "$(gfsemu_stat "$GFS" pub/ref read_bytes)" = 2097152 &&
+    test -f $BB/replicas/world/$(key_of $GFS/pub/ref) &&
+    test -f $BB/replicas/u$alice_uid/$(key_of $GFS/pub/own) &&
+    test ! -e $BB/replicas/world/$(key_of $GFS/pub/own) &&
+    stats_settle && test "$(batch_ctr $id misses)" = 2 &&
+    (cd $GFS/home/bob && as_user bob $TIERCTL stats --batch $bid --json) | grep -q "\"hits\": 1"
 '
 test_expect_success 'tierctl status shows the replica cache' '
     (cd $H && as_user alice $TIERCTL -N n1 status) >$TRASH/st && cat $TRASH/st &&

@@ -1,0 +1,733 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* mirror.c - eager mode: a fully prefetched batch directory, bound
+ * read-only into the job's namespace
+ *
+ * The interposer sees only dynamically linked programs' opens.  For a
+ * batch directory whose every file has a replica, `tierctl prefetch
+ * --bind DIR` asks for a mirror: a tree of hard links to the replicas,
+ * with the source's names, on the burst buffer (shared by the nodes):
+ *
+ *   BBDir/mirrors/              root 0711
+ *   BBDir/mirrors/uUID/         root 0700 (only root code opens it)
+ *   BBDir/mirrors/uUID/H/       H: a hash of DIR
+ *     dir                       DIR
+ *     manifest                  the source as the user saw it: one JSON
+ *                               object per entry (path, type, mode, and
+ *                               a file's replica key or a link's target),
+ *                               sorted
+ *     tree/                     root 0555 directories, hard links to the
+ *                               replicas (root, 0444 or 0555), symlinks
+ *
+ * When a job whose frozen policies say DIR is batch starts on a node, the
+ * agent walks DIR again with the user's credentials and compares it with
+ * the manifest: only an identical source is bound, read-only, nosuid,
+ * nodev, over DIR in the job's namespace (by the plugin); a changed one
+ * drops the mirror and the job uses the interposer.  Within the job the
+ * mirror is not revalidated: every binary, static ones and executables
+ * included, reads the replicas.  Evicting any of its replicas drops the
+ * mirror.  The source is walked as the user, never as root.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <jansson.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/jobns.h"
+#include "lib/log.h"
+#include "lib/paths.h"
+#include "agent.h"
+#include "peer.h"
+#include "policy.h"
+
+#define MANIFEST_MAX (64u << 20)        /* bytes */
+#define ENTRIES_MAX 200000
+#define DEPTH_MAX 64
+#define GROUPS_MAX 256
+
+struct user {
+    uid_t uid;
+    gid_t gid;
+    gid_t groups[GROUPS_MAX];
+    int ngroups;
+};
+
+static int user_of (uid_t uid, struct user *u, tier_error_t *error)
+{
+    struct passwd pw, *pwp = NULL;
+    char buf[4096];
+
+    if (getpwuid_r (uid, &pw, buf, sizeof (buf), &pwp) != 0 || !pwp) {
+        errno = ENOENT;
+        return tier_errprintf (error, "uid %u has no passwd entry",
+                               (unsigned) uid);
+    }
+    u->uid = uid;
+    u->gid = pw.pw_gid;
+    u->ngroups = GROUPS_MAX;
+    if (getgrouplist (pw.pw_name, pw.pw_gid, u->groups, &u->ngroups) < 0)
+        u->ngroups = 0;
+    return 0;
+}
+
+/* ------------------------------------------------ the walk, as the user */
+
+struct walk {
+    FILE *out;
+    int entries;
+    char err[512];
+};
+
+static void key_of (const struct stat *st, char *key, size_t size)
+{
+    (void) snprintf (key, size, "%llx-%llx-%lld.%09ld-%lld.%09ld",
+                     (unsigned long long) st->st_ino,
+                     (unsigned long long) st->st_size,
+                     (long long) st->st_mtim.tv_sec, st->st_mtim.tv_nsec,
+                     (long long) st->st_ctim.tv_sec, st->st_ctim.tv_nsec);
+}
+
+static int emit (struct walk *w, json_t *o)
+{
+    /* the path first: sorted lines then list a directory before what
+     * it holds */
+    char *s = o ? json_dumps (o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+
+    json_decref (o);
+    if (!s || ++w->entries > ENTRIES_MAX) {
+        free (s);
+        (void) snprintf (w->err, sizeof (w->err), "more than %d entries",
+                         ENTRIES_MAX);
+        return -1;
+    }
+    fprintf (w->out, "%s\n", s);
+    free (s);
+    return 0;
+}
+
+static int walk_dir (struct walk *w, int dfd, const char *rel, int depth)
+{
+    struct dirent *de;
+    int fd = dup (dfd);
+    DIR *d;
+
+    if (depth > DEPTH_MAX) {
+        (void) snprintf (w->err, sizeof (w->err), "%s: deeper than %d",
+                         rel, DEPTH_MAX);
+        return -1;
+    }
+    if (fd < 0 || !(d = fdopendir (fd))) {
+        (void) snprintf (w->err, sizeof (w->err), "%s: %s", rel[0] ? rel
+                         : ".", strerror (errno));
+        if (fd >= 0)
+            close (fd);
+        return -1;
+    }
+    while ((de = readdir (d))) {
+        char sub[PATH_MAX], key[160], target[PATH_MAX];
+        struct stat st;
+        int rc = 0;
+
+        if (!strcmp (de->d_name, ".") || !strcmp (de->d_name, ".."))
+            continue;
+        (void) snprintf (sub, sizeof (sub), "%s%s%s", rel, rel[0] ? "/" : "",
+                         de->d_name);
+        if (fstatat (dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            (void) snprintf (w->err, sizeof (w->err), "%.300s: %s", sub,
+                             strerror (errno));
+            rc = -1;
+        }
+        else if (S_ISREG (st.st_mode)) {
+            key_of (&st, key, sizeof (key));
+            rc = emit (w, json_pack ("{s:s s:s s:i s:s}", "p", sub, "t", "f",
+                                     "m", (int) (st.st_mode & 07777),
+                                     "k", key));
+        }
+        else if (S_ISLNK (st.st_mode)) {
+            ssize_t n = readlinkat (dfd, de->d_name, target,
+                                    sizeof (target) - 1);
+            if (n < 0)
+                n = 0;
+            target[n] = '\0';
+            rc = emit (w, json_pack ("{s:s s:s s:s}", "p", sub, "t", "l",
+                                     "l", target));
+        }
+        else if (S_ISDIR (st.st_mode)) {
+            int sfd = openat (dfd, de->d_name, O_RDONLY | O_DIRECTORY
+                              | O_NOFOLLOW | O_CLOEXEC);
+            if (sfd < 0) {
+                (void) snprintf (w->err, sizeof (w->err), "%.300s: %s", sub,
+                                 strerror (errno));
+                rc = -1;
+            }
+            else {
+                rc = emit (w, json_pack ("{s:s s:s s:i}", "p", sub, "t", "d",
+                                         "m", (int) (st.st_mode & 07777)));
+                if (rc == 0)
+                    rc = walk_dir (w, sfd, sub, depth + 1);
+                close (sfd);
+            }
+        }
+        else {
+            (void) snprintf (w->err, sizeof (w->err), "%.300s: not a file, "
+                             "directory or symlink", sub);
+            rc = -1;
+        }
+        if (rc < 0) {
+            closedir (d);
+            return -1;
+        }
+    }
+    closedir (d);
+    return 0;
+}
+
+static int cmp_lines (const void *a, const void *b)
+{
+    return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+/* The manifest of dir as u sees it (malloc'd, sorted lines), or NULL
+ * with the reason in error.  A forked child takes the user's credentials
+ * for good and walks; the parent only reads and sorts its lines.
+ */
+static char *manifest_of (const struct user *u, const char *dir,
+                          tier_error_t *error)
+{
+    char *buf = NULL, *out = NULL, **lines = NULL;
+    size_t len = 0, cap = 0, n = 0;
+    int pfd[2], status = 0;
+    pid_t pid;
+
+    if (pipe2 (pfd, O_CLOEXEC) < 0 || (pid = fork ()) < 0) {
+        tier_errprintf (error, "fork: %s", strerror (errno));
+        return NULL;
+    }
+    if (pid == 0) {
+        struct walk w = { 0 };
+        struct stat st;
+        int fd;
+
+        close (pfd[0]);
+        if (setgroups ((size_t) u->ngroups, u->groups) < 0
+            || setresgid (u->gid, u->gid, u->gid) < 0
+            || setresuid (u->uid, u->uid, u->uid) < 0)
+            _exit (2);
+        if (!(w.out = fdopen (pfd[1], "w")))
+            _exit (2);
+        if ((fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0
+            || fstat (fd, &st) < 0) {
+            fprintf (w.out, "E %s: %s\n", dir, strerror (errno));
+            _exit (1);
+        }
+        if (emit (&w, json_pack ("{s:s s:s s:i}", "p", "", "t", "d", "m",
+                                 (int) (st.st_mode & 07777))) < 0
+            || walk_dir (&w, fd, "", 0) < 0) {
+            fprintf (w.out, "E %s\n", w.err);
+            _exit (1);
+        }
+        fclose (w.out);
+        _exit (0);
+    }
+    close (pfd[1]);
+    for (;;) {
+        ssize_t r;
+        if (len + 65537 > cap) {
+            char *nb;
+            if (cap > MANIFEST_MAX || !(nb = realloc (buf, cap + 1048576)))
+                break;
+            buf = nb;
+            cap += 1048576;
+        }
+        if ((r = read (pfd[0], buf + len, cap - len - 1)) < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t) r;
+    }
+    close (pfd[0]);
+    while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!buf) {
+        tier_errprintf (error, "out of memory");
+        return NULL;
+    }
+    buf[len] = '\0';
+    if (!WIFEXITED (status) || WEXITSTATUS (status) != 0) {
+        char *e = strstr (buf, "\nE ");
+        e = !strncmp (buf, "E ", 2) ? buf + 2 : e ? e + 3 : NULL;
+        if (e)
+            e[strcspn (e, "\n")] = '\0';
+        errno = EIO;
+        tier_errprintf (error, "%s", e ? e : "the walk failed");
+        free (buf);
+        return NULL;
+    }
+    /* canonical: sorted lines */
+    for (char *p = buf, *nl; *p && (nl = strchr (p, '\n')); p = nl + 1) {
+        char **more;
+        if (!(more = realloc (lines, (n + 1) * sizeof (*lines)))) {
+            free (lines);
+            free (buf);
+            tier_errprintf (error, "out of memory");
+            return NULL;
+        }
+        lines = more;
+        lines[n++] = p;
+        *nl = '\0';
+    }
+    qsort (lines, n, sizeof (*lines), cmp_lines);
+    if ((out = malloc (len + 1))) {
+        size_t o = 0;
+        for (size_t i = 0; i < n; i++) {
+            size_t l = strlen (lines[i]);
+            memcpy (out + o, lines[i], l);
+            o += l;
+            out[o++] = '\n';
+        }
+        out[o] = '\0';
+    }
+    free (lines);
+    free (buf);
+    if (!out)
+        tier_errprintf (error, "out of memory");
+    return out;
+}
+
+/* -------------------------------------------------------- the mirrors */
+
+static unsigned long long hash64 (const char *s)
+{
+    unsigned long long h = 1469598103934665603ULL;
+
+    while (*s)
+        h = (h ^ (unsigned char) *s++) * 1099511628211ULL;
+    return h;
+}
+
+static int user_mirrors (struct agent *a, uid_t uid, bool create)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    int fd;
+
+    (void) snprintf (path, sizeof (path), "%.2048s/mirrors", a->conf->bb_dir);
+    if (create && mkdir (path, 0711) < 0 && errno != EEXIST)
+        return -1;
+    (void) snprintf (path, sizeof (path), "%.2048s/mirrors/u%u",
+                     a->conf->bb_dir, (unsigned) uid);
+    if (create && mkdir (path, 0700) < 0 && errno != EEXIST)
+        return -1;
+    if ((fd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+        < 0)
+        return -1;
+    if (fstat (fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 077)) {
+        close (fd);
+        errno = EPERM;
+        return -1;
+    }
+    return fd;
+}
+
+static DIR *opendir_at (int dfd)
+{
+    int fd = dup (dfd);
+    DIR *d = fd >= 0 ? fdopendir (fd) : NULL;
+
+    if (!d && fd >= 0)
+        close (fd);
+    return d;
+}
+
+static char *read_at (int dfd, const char *name, size_t max)
+{
+    int fd = openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    char *s;
+    ssize_t n;
+
+    if (fd < 0)
+        return NULL;
+    if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || st.st_uid != 0
+        || (size_t) st.st_size > max || !(s = malloc (st.st_size + 1))) {
+        close (fd);
+        return NULL;
+    }
+    n = read (fd, s, st.st_size);
+    close (fd);
+    if (n != st.st_size) {
+        free (s);
+        return NULL;
+    }
+    s[n] = '\0';
+    return s;
+}
+
+static int write_at (int dfd, const char *name, const char *text)
+{
+    int fd = openat (dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
+                     | O_CLOEXEC, 0600);
+    size_t len = strlen (text), o = 0;
+
+    if (fd < 0)
+        return -1;
+    while (o < len) {
+        ssize_t n = write (fd, text + o, len - o);
+        if (n <= 0) {
+            close (fd);
+            return -1;
+        }
+        o += (size_t) n;
+    }
+    return close (fd);
+}
+
+static void drop (int ufd, const char *name, const char *why)
+{
+    tier_error_t e;
+
+    if (tier_rmtree_at (ufd, name, &e) < 0)
+        tier_log (LOG_WARNING, "mirror %s: %s", name, e.text);
+    else
+        tier_log (LOG_INFO, "mirror %s dropped: %s", name, why);
+}
+
+/* Build the tree of manifest m in the directory treefd from the replicas
+ * in the scope directories (the user's, then world).
+ */
+static int build_tree (int treefd, const char *m, int scopefd, int worldfd,
+                       json_int_t *files, json_int_t *bytes,
+                       tier_error_t *error)
+{
+    const char *p = m;
+    char line[PATH_MAX * 3];
+
+    while (*p) {
+        const char *nl = strchr (p, '\n');
+        size_t l = nl ? (size_t) (nl - p) : strlen (p);
+        json_error_t jerr;
+        json_t *o;
+        const char *rel = NULL, *t = NULL, *k = NULL, *lt = NULL;
+        int mode = 0, rc = 0;
+
+        if (l >= sizeof (line))
+            return tier_errprintf (error, "manifest line too long");
+        memcpy (line, p, l);
+        line[l] = '\0';
+        p += l + (nl ? 1 : 0);
+        if (!(o = json_loads (line, 0, &jerr))
+            || json_unpack (o, "{s:s s:s s?i s?s s?s}", "p", &rel, "t", &t,
+                            "m", &mode, "k", &k, "l", &lt) < 0) {
+            json_decref (o);
+            return tier_errprintf (error, "bad manifest line");
+        }
+        if (!rel[0])
+            ;                           /* the root: treefd itself */
+        else if (!strcmp (t, "d"))
+            rc = mkdirat (treefd, rel, 0700);
+        else if (!strcmp (t, "l"))
+            rc = symlinkat (lt ? lt : "", treefd, rel);
+        else if (!strcmp (t, "f") && k) {
+            struct stat st;
+            int from = scopefd;
+            if (fstatat (from, k, &st, AT_SYMLINK_NOFOLLOW) < 0
+                && worldfd >= 0) {
+                from = worldfd;
+                if (fstatat (from, k, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                    from = -1;
+            }
+            if (from < 0 || (rc = linkat (from, k, treefd, rel, 0)) < 0) {
+                errno = ENOENT;
+                tier_errprintf (error, "%s is not prefetched", rel);
+                json_decref (o);
+                return -1;
+            }
+            (*files)++;
+            *bytes += st.st_size;
+        }
+        if (rc < 0) {
+            tier_errprintf (error, "%s: %s", rel, strerror (errno));
+            json_decref (o);
+            return -1;
+        }
+        json_decref (o);
+    }
+    /* read-only directories, once filled (deepest last is fine: root
+     * ignores modes) */
+    for (p = m; *p;) {
+        const char *nl = strchr (p, '\n');
+        size_t l = nl ? (size_t) (nl - p) : strlen (p);
+        json_error_t jerr;
+        json_t *o;
+        const char *rel = NULL, *t = NULL;
+
+        memcpy (line, p, l);
+        line[l] = '\0';
+        p += l + (nl ? 1 : 0);
+        if ((o = json_loads (line, 0, &jerr))
+            && json_unpack (o, "{s:s s:s}", "p", &rel, "t", &t) == 0
+            && !strcmp (t, "d"))
+            (void) fchmodat (treefd, rel[0] ? rel : ".", 0555, 0);
+        json_decref (o);
+    }
+    return 0;
+}
+
+/* The caller's policy of dir: the job's frozen set inside a job, else
+ * the site and user layers.
+ */
+static int caller_role (struct agent *a, struct conn *c, const char *dir)
+{
+    struct store_job job;
+    struct peer_job pj;
+    struct tier_policy pol;
+    tier_error_t e;
+
+    if (rpc_caller_job (a, c, &job, &pj, &e) == 0)
+        return policy_job_resolve (a, &job, dir, &pol) == 0 ? (int) pol.role
+                                                            : -1;
+    {
+        struct passwd pw, *pwp = NULL;
+        struct tier_policy_set *set;
+        struct tier_policy_match m;
+        char buf[4096];
+        int role = TIER_POLICY_NONE;
+
+        if (getpwuid_r (c->cred.uid, &pw, buf, sizeof (buf), &pwp) || !pwp
+            || !(set = policy_user_set (a, c->cred.uid, pw.pw_gid,
+                                        pw.pw_name)))
+            return -1;
+        if (tier_policy_resolve (set, dir, &m) == 0 && m.policy)
+            role = (int) m.policy->role;
+        tier_policy_set_destroy (set);
+        return role;
+    }
+}
+
+/* replica.mirror {path}: after tierctl prefetch --bind, make the mirror
+ * of the batch directory path for the caller's jobs.
+ */
+json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
+                           tier_error_t *error)
+{
+    const char *dir = NULL;
+    char norm[PATH_MAX], name[32], build[64], path[PATH_MAX];
+    struct user u;
+    json_int_t files = 0, bytes = 0;
+    char *m = NULL;
+    int ufd = -1, bfd = -1, tfd = -1, sfd = -1, wfd = -1;
+    json_t *res = NULL;
+
+    if (json_unpack (req, "{s:s}", "path", &dir) < 0 || dir[0] != '/'
+        || tier_path_normalize (dir, norm, sizeof (norm)) < 0
+        || strcmp (norm, dir)) {
+        errno = EINVAL;
+        tier_errprintf (error, "'path' must be a normalised absolute path");
+        return NULL;
+    }
+    if (!a->conf->bb_dir[0]) {
+        errno = ENOTSUP;
+        tier_errprintf (error, "node %s has no burst buffer (BBDir)",
+                        a->node);
+        return NULL;
+    }
+    if (caller_role (a, c, dir) != TIER_POLICY_BATCH) {
+        errno = EPERM;
+        tier_errprintf (error, "%s is not a batch directory of yours", dir);
+        return NULL;
+    }
+    if (user_of (c->cred.uid, &u, error) < 0
+        || !(m = manifest_of (&u, dir, error)))
+        return NULL;
+    if ((ufd = user_mirrors (a, c->cred.uid, true)) < 0) {
+        tier_errprintf (error, "%s/mirrors: %s", a->conf->bb_dir,
+                        strerror (errno));
+        goto out;
+    }
+    (void) snprintf (path, sizeof (path), "%.2048s/replicas/u%u",
+                     a->conf->bb_dir, (unsigned) c->cred.uid);
+    sfd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    (void) snprintf (path, sizeof (path), "%.2048s/replicas/world",
+                     a->conf->bb_dir);
+    wfd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sfd < 0 && wfd < 0) {
+        errno = ENOENT;
+        tier_errprintf (error, "%s has no replicas yet (tierctl prefetch "
+                        "it first)", dir);
+        goto out;
+    }
+    (void) snprintf (name, sizeof (name), "%016llx", hash64 (dir));
+    (void) snprintf (build, sizeof (build), ".build-%s", name);
+    (void) tier_rmtree_at (ufd, build, error);
+    if (mkdirat (ufd, build, 0700) < 0
+        || (bfd = openat (ufd, build, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                          | O_CLOEXEC)) < 0
+        || mkdirat (bfd, "tree", 0700) < 0
+        || (tfd = openat (bfd, "tree", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                          | O_CLOEXEC)) < 0) {
+        tier_errprintf (error, "mirror: %s", strerror (errno));
+        goto out;
+    }
+    if (build_tree (tfd, m, sfd, wfd, &files, &bytes, error) < 0
+        || write_at (bfd, "dir", dir) < 0 || write_at (bfd, "manifest", m) < 0
+        || fsync (bfd) < 0) {
+        if (!error->text[0])
+            tier_errprintf (error, "mirror: %s", strerror (errno));
+        (void) tier_rmtree_at (ufd, build, NULL);
+        goto out;
+    }
+    {
+        /* replace an older mirror of the same directory */
+        char old[64];
+        (void) snprintf (old, sizeof (old), ".old-%s", name);
+        (void) tier_rmtree_at (ufd, old, NULL);
+        if (renameat (ufd, name, ufd, old) < 0 && errno != ENOENT) {
+            tier_errprintf (error, "mirror: %s", strerror (errno));
+            (void) tier_rmtree_at (ufd, build, NULL);
+            goto out;
+        }
+        if (renameat (ufd, build, ufd, name) < 0) {
+            tier_errprintf (error, "mirror: %s", strerror (errno));
+            (void) tier_rmtree_at (ufd, build, NULL);
+            goto out;
+        }
+        (void) tier_rmtree_at (ufd, old, NULL);
+        (void) fsync (ufd);
+    }
+    tier_log (LOG_INFO, "mirror of %s for uid %u: %lld files, %lld bytes",
+              dir, (unsigned) c->cred.uid, (long long) files,
+              (long long) bytes);
+    res = json_pack ("{s:s s:I s:I}", "dir", dir, "files", files, "bytes",
+                     bytes);
+out:
+    {
+        int fds[] = { ufd, bfd, tfd, sfd, wfd };
+        for (size_t i = 0; i < sizeof (fds) / sizeof (fds[0]); i++)
+            if (fds[i] >= 0)
+                close (fds[i]);
+    }
+    free (m);
+    return res;
+}
+
+/* The mirrors to bind for a starting job: those of its user whose
+ * directory is batch in the job's frozen set and whose source is still
+ * exactly what was mirrored (walked again as the user).  "DIR=TREE:..."
+ * (directories with ':' or '=' are left out), or "" if none.
+ */
+void mirror_job_binds (struct agent *a, const struct store_job *job,
+                       char *out, size_t size)
+{
+    struct dirent *de;
+    size_t o = 0;
+    struct user u;
+    tier_error_t e;
+    int ufd;
+    DIR *d;
+
+    out[0] = '\0';
+    if (!a->conf->bb_dir[0] || (ufd = user_mirrors (a, job->uid, false)) < 0)
+        return;
+    if (user_of (job->uid, &u, &e) < 0 || !(d = opendir_at (ufd))) {
+        close (ufd);
+        return;
+    }
+    while ((de = readdir (d))) {
+        struct tier_policy pol;
+        char *dir = NULL, *m = NULL, *now = NULL, item[PATH_MAX * 2];
+        int mfd, n;
+
+        if (de->d_name[0] == '.')
+            continue;
+        if ((mfd = openat (ufd, de->d_name, O_RDONLY | O_DIRECTORY
+                           | O_NOFOLLOW | O_CLOEXEC)) < 0)
+            continue;
+        dir = read_at (mfd, "dir", PATH_MAX);
+        m = read_at (mfd, "manifest", MANIFEST_MAX);
+        close (mfd);
+        if (!dir || !m || strchr (dir, ':') || strchr (dir, '=')
+            || policy_job_resolve (a, job, dir, &pol) < 0
+            || pol.role != TIER_POLICY_BATCH)
+            goto next;
+        if (!(now = manifest_of (&u, dir, &e)) || strcmp (now, m)) {
+            tier_log (LOG_INFO, "job %u: the source of mirror %s changed "
+                      "(%s): not bound", job->job_id, dir,
+                      now ? "its files differ" : e.text);
+            if (now)
+                drop (ufd, de->d_name, "its source changed");
+            goto next;
+        }
+        n = snprintf (item, sizeof (item), "%s=%.2048s/mirrors/u%u/%s/tree",
+                      dir, a->conf->bb_dir, (unsigned) job->uid, de->d_name);
+        if (n > 0 && o + (size_t) n + 2 < size) {
+            if (o)
+                out[o++] = ':';
+            memcpy (out + o, item, (size_t) n);
+            o += (size_t) n;
+            out[o] = '\0';
+        }
+next:
+        free (dir);
+        free (m);
+        free (now);
+    }
+    closedir (d);
+    close (ufd);
+}
+
+/* Drop the mirrors of uid that use the replica key, or (key NULL) whose
+ * directory lies under path.
+ */
+void mirror_drop (struct agent *a, uid_t uid, const char *key,
+                  const char *path)
+{
+    struct dirent *de;
+    int ufd;
+    DIR *d;
+
+    if (!a->conf->bb_dir[0] || (ufd = user_mirrors (a, uid, false)) < 0)
+        return;
+    if (!(d = opendir_at (ufd))) {
+        close (ufd);
+        return;
+    }
+    while ((de = readdir (d))) {
+        char *dir = NULL, *m = NULL, pat[200];
+        bool hit = false;
+        int mfd;
+
+        if (de->d_name[0] == '.')
+            continue;
+        if ((mfd = openat (ufd, de->d_name, O_RDONLY | O_DIRECTORY
+                           | O_NOFOLLOW | O_CLOEXEC)) < 0)
+            continue;
+        if (key) {
+            (void) snprintf (pat, sizeof (pat), "\"k\":\"%s\"", key);
+            hit = (m = read_at (mfd, "manifest", MANIFEST_MAX))
+                  && strstr (m, pat);
+        }
+        else
+            hit = (dir = read_at (mfd, "dir", PATH_MAX))
+                  && tier_path_under (dir, path);
+        close (mfd);
+        if (hit)
+            drop (ufd, de->d_name, key ? "one of its replicas was evicted"
+                                       : "tierctl evict");
+        free (dir);
+        free (m);
+    }
+    closedir (d);
+    close (ufd);
+}
