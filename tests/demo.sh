@@ -1,9 +1,12 @@
 #!/bin/bash
-# demo.sh - the README's demo: a job array of pipelines with a shared input,
-# run on a local three-node Slurm cluster with tier.so loaded.
+# demo.sh - the README's demo: a BLAST batch -- a job array of pipelines
+# with a shared database -- through the tiers, on a local three-node Slurm
+# cluster with tier.so loaded, against the same batch without tier.
 # Called by `tests/run demo` (which installs and builds first).
 #
 #   tests/run demo [--keep]     --keep leaves the cluster running
+#
+# Exits non-zero if a job of the batch fails or its results are wrong.
 
 set -u
 : "${TIER_SRCDIR:?}" "${TIER_BUILDDIR:?}"
@@ -13,96 +16,159 @@ keep=0
 
 DEMO=${TIER_DEMO_DIR:-/tmp/tier-demo}
 CL="$TIER_SRCDIR/tests/cluster/tier-cluster"
-TASKS=4
+TASKS=${TIER_DEMO_TASKS:-6}
+TIERCTL="$TIER_BUILDDIR/ctl/tierctl -c $DEMO/etc/tier.conf -N n1"
 
 banner () {
     printf '\n=== %s\n' "$*"
 }
 
+fail () {
+    echo "demo: $*" >&2
+    exit 1
+}
+
+for c in blastp makeblastdb; do
+    command -v $c >/dev/null || fail "$c not found (install ncbi-blast+)"
+done
 "$CL" stop "$DEMO" 2>/dev/null
 rm -rf "$DEMO"
 banner "starting a local Slurm cluster in $DEMO"
-QUIET=1 "$CL" start "$DEMO" || exit 1
+# a GFS capped at 200 MiB/s (a contended parallel file system); the
+# agents run under a supervisor, as a site's service manager runs them
+QUIET=1 "$CL" start "$DEMO" --gfs-opts bandwidth=200M --supervise || exit 1
 [ $keep = 1 ] || trap 'QUIET=1 "$CL" stop "$DEMO"' EXIT
 eval "$("$CL" env "$DEMO")"
 GFS=$DEMO/gfs
 P=$GFS/home/alice/proj
+. "$TIER_SRCDIR/tests/lib/gfsemu.sh"
 sinfo -N -o '%N %P %T %c %m'
 
-banner "alice's project on the GFS ($P)"
 as_alice () {
-    runuser -u alice -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@"
+    (cd "$GFS/home/alice" && runuser -u alice -- env SLURM_CONF="$SLURM_CONF" \
+        PATH="$PATH" "$@")
 }
-as_alice mkdir -p "$P/db" "$P/queries" "$P/runs" \
-    "$P/results"
-as_alice dd if=/dev/urandom of="$P/db/reference.db" bs=1M count=16 \
-    status=none
-for i in $(seq $TASKS); do
-    as_alice sh -c "head -c 4096 /dev/urandom | od -An -tx1 | head -n 8 \
-        >'$P/queries/q$i.txt'"
-done
+
+banner "alice's BLAST project on the GFS ($P)"
+as_alice mkdir -p "$P/db" "$P/queries" "$P/runs" "$P/results"
+# a protein database (made with makeblastdb) and one query file per task:
+# sequences of the database with some mutations, so that there are hits
+as_alice python3 - "$P" "$TASKS" <<'EOF'
+import random, sys
+p, tasks = sys.argv[1], int(sys.argv[2])
+rng = random.Random(42)
+aa = "ACDEFGHIKLMNPQRSTVWY"
+seqs = ["".join(rng.choice(aa) for _ in range(rng.randint(200, 400)))
+        for _ in range(40000)]
+with open(p + "/db/proteins.fa", "w") as f:
+    for i, s in enumerate(seqs):
+        f.write(">prot%d reference protein %d\n%s\n" % (i, i, s))
+for t in range(1, tasks + 1):
+    with open("%s/queries/q%d.fa" % (p, t), "w") as f:
+        for k in range(3):
+            n = rng.randrange(len(seqs))
+            s = list(seqs[n])
+            for _ in range(len(s) // 8):
+                s[rng.randrange(len(s))] = rng.choice(aa)
+            f.write(">task%d_query%d (from prot%d)\n%s\n" % (t, k, n, "".join(s)))
+EOF
+# (built in a local directory, then copied: makeblastdb renames its files,
+# and the emulator counts a file under the name it was created with)
+tmpdb=$(mktemp -d) && chown alice "$tmpdb"
+as_alice makeblastdb -in "$P/db/proteins.fa" -dbtype prot -out "$tmpdb/ref" \
+    -title reference >/dev/null || fail "makeblastdb failed"
+as_alice cp "$tmpdb"/ref.* "$P/db/" || fail "cannot copy the database"
+rm -rf "$tmpdb"
+ls -l "$P/db" | sed 1d
+DBFILES=$(cd "$P/db" && ls ref.*)
+DBSIZE=$(cd "$P/db" && cat $DBFILES | wc -c)
+
 cat >"$P/pipeline.sh" <<'EOF'
 #!/bin/bash
-# A two-stage pipeline: stage 1 reads the shared database (batch) and this
-# task's query (endpoint in) and writes an intermediate (pipeline); stage 2
-# reads it back and writes the final report (endpoint out).
+# One pipeline per array task:
+#   stage 1  blastp: this task's query (endpoint, staged in) against the
+#            shared database (batch) -> raw hits (pipeline intermediate)
+#   stage 2  the best hit of each query -> the task's report (endpoint)
 set -e
 P=$1
 i=$SLURM_ARRAY_TASK_ID
-q=$P/queries/q$i.txt
 mkdir -p "$P/runs/$i"
-# stage 1: "search" the query against the database
-sha=$(cat "$P/db/reference.db" "$q" | sha256sum | cut -c1-16)
-{ echo "query $i"; echo "hits $sha"; wc -c <"$q"; } >"$P/runs/$i/raw.txt"
-# stage 2: summarise the intermediate into the result
-echo "task $i on $SLURMD_NODENAME: $(tr '\n' ' ' <"$P/runs/$i/raw.txt")" \
+blastp -query "$P/queries/q$i.fa" -db "$P/db/ref" -outfmt 6 -evalue 1e-10 \
+       -max_target_seqs 5 -out "$P/runs/$i/raw.tsv"
+sort -k1,1 -k12,12gr "$P/runs/$i/raw.tsv" | awk '!seen[$1]++ {
+    printf "%s best hit %s (%.1f%% identity, e-value %s)\n", $1, $2, $3, $11 }' \
     >"$P/results/report-$i.txt"
+echo "task $i on $SLURMD_NODENAME: $(wc -l <"$P/runs/$i/raw.tsv") raw hits"
 EOF
 chmod 755 "$P/pipeline.sh"
 chown alice:alice "$P/pipeline.sh"
-ls -l "$P/db" "$P/queries"
 
-banner "sbatch --array=1-$TASKS --tier-cache=auto ... pipeline.sh (as alice)"
-opts="--tier-cache=auto --tier-batch=$P/db --tier-scratch=$P/runs"
-opts="$opts --tier-stage-in=$P/queries/q%a.txt --tier-stage-out=$P/results"
-echo "sbatch --array=1-$TASKS $opts -o $P/slurm-%A_%a.out pipeline.sh $P"
-cd "$P" || exit 1
-# shellcheck disable=SC2086
-id=$(as_alice sbatch --parsable --array=1-$TASKS $opts \
-    -o "$P/slurm-%A_%a.out" "$P/pipeline.sh" "$P") \
-    || exit 1
-echo "submitted batch $id"
-for _ in $(seq 600); do
-    squeue -h -j "$id" 2>/dev/null | grep -q . || break
-    sleep 0.2
-done
-sacct_state=$(scontrol show job "$id" 2>/dev/null | sed -n 's/.*JobState=\([A-Z]*\).*/\1/p' | sort | uniq -c)
-echo "job states: ${sacct_state:-purged}"
-
-banner "results (endpoint outputs on the GFS)"
-cat "$P"/results/report-*.txt
-for f in "$P"/slurm-"$id"_*.out; do
-    [ -s "$f" ] && { echo "--- $(basename "$f")"; cat "$f"; }
+banner "alice says what her directories are (once)"
+for pol in "$P/db batch --ttl 7d" "$P/runs pipeline --size 256M" \
+           "$P/results endpoint"; do
+    # shellcheck disable=SC2086
+    echo "\$ tierctl set policy $pol" && as_alice $TIERCTL set policy $pol \
+        || fail "tierctl set policy failed"
 done
 
-banner "GFS traffic"
-if [ "$(cat "$DEMO/run/gfs.mode")" = gfsemu ] && [ -r "$GFS/.gfsemu/stats" ]; then
-    . "$TIER_SRCDIR/tests/lib/gfsemu.sh"
-    db=$(gfsemu_stat "$GFS" home/alice/proj/db/reference.db read_bytes 2>/dev/null)
-    echo "reference.db (16 MiB) bytes read from the GFS by $TASKS tasks:" \
-         "${db:-?} ($(awk -v b="${db:-0}" 'BEGIN { printf "%.1f", b / 16777216 }')" \
-         "x its size; tasks reading at the same time on one host share its" \
-         "page cache)"
-else
-    echo "(the GFS emulator is not built; GFS traffic is not counted)"
-fi
+# run_batch LABEL SBATCH-OPTIONS...: submit the array, wait, check it
+run_batch () {
+    local label=$1 id state
+    shift
+    rm -rf "$P/runs"/* "$P/results"/*
+    gfsemu_reset "$GFS"
+    echo "\$ sbatch --array=1-$TASKS $* pipeline.sh"
+    id=$(as_alice sbatch --parsable --array=1-"$TASKS" "$@" \
+         -o "$P/results/slurm-%A_%a.out" "$P/pipeline.sh" "$P") \
+        || fail "sbatch failed"
+    for _ in $(seq 900); do
+        squeue -h -j "$id" 2>/dev/null | grep -q . || break
+        sleep 0.2
+    done
+    state=$(scontrol show job "$id" | sed -n 's/.*JobState=\([A-Z]*\).*/\1/p' \
+            | sort | uniq -c | tr -s ' ' | tr '\n' ' ')
+    echo "batch $id ($label): $state"
+    case "$state" in *FAILED*|*CANCELLED*|*TIMEOUT*) fail "batch $id failed" ;; esac
+    for i in $(seq "$TASKS"); do
+        [ "$(grep -c "best hit" "$P/results/report-$i.txt" 2>/dev/null)" = 3 ] \
+            || fail "task $i of batch $id has no complete report"
+    done
+    db_read=0
+    for f in $DBFILES; do
+        db_read=$((db_read + $(gfsemu_stat "$GFS" "home/alice/proj/db/$f" read_bytes)))
+    done
+    runs_written=$(awk '$1 == "file.write_bytes" && $3 ~ /^home\/alice\/proj\/runs\// {
+                        s += $2 } END { print s + 0 }' "$GFS/.gfsemu/stats")
+    BATCH=$id
+}
 
-banner "per-batch statistics"
-if "$TIER_BUILDDIR/ctl/tierctl" help stats >/dev/null 2>&1; then
-    as_alice "$TIER_BUILDDIR/ctl/tierctl" -c "$DEMO/etc/tier.conf" stats --batch "$id"
-else
-    echo "(tierctl stats comes with the statistics issue; the tiers are not"
-    echo " active yet: this run shows the job array with tier.so loaded)"
-fi
+banner "the batch without tier (--tier-cache=off), for comparison"
+run_batch "without tier" --tier-cache=off
+off_read=$db_read off_written=$runs_written
+cat "$P/results"/slurm-*.out | sort
+
+banner "the same batch through the tiers"
+# the database: batch (BB replicas); runs/: pipeline (NVDIMM scratch);
+# each task's query: staged in before its tasks start
+run_batch "with tier" --tier-cache=auto --tier-stage-in="$P/queries/q%a.fa"
+cat "$P/results"/slurm-*.out | sort
+echo
+cat "$P/results/report-1.txt"
+
+banner "GFS traffic, counted by the GFS emulator"
+mib () { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
+printf '%-44s %14s %14s\n' "" "without tier" "with tier"
+printf '%-44s %14s %14s\n' "database ($TASKS tasks, $(mib "$DBSIZE")): bytes read" \
+    "$(mib "$off_read")" "$(mib "$db_read")"
+printf '%-44s %14s %14s\n' "intermediates under runs/: bytes written" \
+    "$(mib "$off_written")" "$(mib "$runs_written")"
+nodes=$(sinfo -h -N -o %N | sort -u | wc -l)
+echo "(without tier, the emulated nodes share one host's page cache; a real GFS"
+echo " client on each node would read the database: about $nodes x $(mib "$DBSIZE")" \
+     "= $(mib $((nodes * DBSIZE))))"
+
+banner "tierctl stats --batch $BATCH --nodes (as alice)"
+sleep 3        # the nodes publish their counters every StatsInterval
+as_alice $TIERCTL stats --batch "$BATCH" --nodes
 [ $keep = 1 ] && echo "cluster left running: eval \$($CL env $DEMO); stop with $CL stop $DEMO"
 exit 0

@@ -1,0 +1,25 @@
+#!/bin/bash
+test_description='the README demo: a BLAST batch through the tiers'
+. "$(dirname "$0")/../lib/tap.sh"
+
+test_have_prereq ROOT,SLURM,FUSE,USERS || skip_all "needs root, Slurm, FUSE and users"
+test_expect_success 'the demo runs to the end (3 tasks)' '
+    TIER_DEMO_DIR=$TRASH/demo TIER_DEMO_TASKS=3 bash $TIER_SRCDIR/tests/demo.sh >$TRASH/out 2>&1;
+    rc=$?; cat $TRASH/out; test $rc = 0
+'
+test_expect_success 'both batches completed, every task with its report' '
+    test "$(grep -c "^batch [0-9]* (with\(out\)\? tier):  3 COMPLETED" $TRASH/out)" = 2 &&
+    test "$(grep -c "^task [123] on n[123]: 3 raw hits" $TRASH/out)" = 6
+'
+test_expect_success 'with tier, pipeline intermediates never reached the GFS' '
+    grep -q "^intermediates under runs/: bytes written .* 0.0 MiB$" $TRASH/out
+'
+test_expect_success 'it ends with the per-batch statistics: the database hit in the BB cache' '
+    grep -q "^=== tierctl stats --batch" $TRASH/out &&
+    line=$(grep -E "^batch +[0-9]+ +[0-9]+ +[0-9]+ +[0-9.]+%" $TRASH/out) && echo "$line" &&
+    hits=$(echo "$line" | awk "{print \$3}") && test "$hits" -gt 0
+'
+test_expect_success 'the demo stopped its cluster' '
+    test ! -e $TRASH/demo/run/slurmctld.pid
+'
+test_done
