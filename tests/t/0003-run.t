@@ -1,8 +1,43 @@
 #!/bin/bash
-test_description='tests/run: how it counts results'
+test_description='tests/run: its package list and how it counts results'
 . "$(dirname "$0")/../lib/tap.sh"
 
 RUN=$TIER_SRCDIR/tests/run
+
+# The packages tests/run installs, one per line.
+packages () {
+    (. "$RUN" && printf '%s\n' $PACKAGES)
+}
+
+# Commands whose presence turns a test prerequisite on, and the Debian
+# package that has them.  A prerequisite CI lacks is a failed test.
+PREREQ_CMDS="slurmctld:slurmctld slurmd:slurmd munged:munge
+  fusermount3:fuse3 busybox:busybox-static python3:python3
+  xmllint:libxml2-utils"
+
+test_expect_success 'every prerequisite command comes from a listed package' '
+    packages >"$TRASH/pkgs" && test -s "$TRASH/pkgs" &&
+    (for pair in $PREREQ_CMDS; do
+        grep -qx "${pair#*:}" "$TRASH/pkgs" || {
+            echo "${pair%%:*}: ${pair#*:} is not in PACKAGES"; exit 1; }
+    done)
+'
+test_expect_success 'every command tests probe for is known above' '
+    grep -ho "command -v [a-z0-9_-][a-z0-9_-]*" "$TIER_SRCDIR"/tests/t/*.t \
+        "$TIER_SRCDIR"/tests/lib/*.sh | sort -u | cut -d" " -f3 >"$TRASH/cmds" &&
+    cat "$TRASH/cmds" &&
+    (while read -r c; do
+        case " $(echo $PREREQ_CMDS) " in *" $c:"*) continue ;; esac
+        # valgrind sets a prerequisite no test uses
+        if [ "$c" = valgrind ] &&
+           ! grep -q "^test_expect_[a-z]* [A-Z,]*VALGRIND" \
+               "$TIER_SRCDIR"/tests/t/*.t; then
+            continue
+        fi
+        echo "$c: add it and its package to PREREQ_CMDS and PACKAGES"
+        exit 1
+    done <"$TRASH/cmds")
+'
 
 # fake_tree NAME RECIPE [PASS FAIL]: a directory whose `make check` runs
 # RECIPE, with a test-suite.log of PASS and FAIL results in suite.in
