@@ -63,5 +63,28 @@ test_expect_success 'an unknown plugstack argument stops sbatch with a clear err
     grep -q "tier: unknown plugstack argument .bogus. (known: conf, default, preload)" "$TRASH/perr" &&
     nothing_queued
 '
+test_expect_success 'a script on stdin with %a and no --array fails at start, saying why' '
+    printf "#!/bin/bash\necho ran\n" >"$TRASH/stdin.sh" &&
+    id=$(sbatch_wait alice -w n1 --tier-stage-in=$GFS/home/alice/q%a \
+         -o stdin.out -e stdin.err <"$TRASH/stdin.sh") &&
+    cat "$GFS/home/alice/stdin.err" &&
+    test "$(job_state $id)" = FAILED &&
+    grep -q "tier: --tier-stage-in: %a is used but the job is not an array job" \
+        "$GFS/home/alice/stdin.err" &&
+    ! grep -q ran "$GFS/home/alice/stdin.out"
+'
+test_expect_success 'a script on stdin with #SBATCH --array and %a runs' '
+    echo one >"$GFS/home/alice/q1" && echo two >"$GFS/home/alice/q2" &&
+    chown alice "$GFS/home/alice/q1" "$GFS/home/alice/q2" &&
+    printf "#!/bin/bash\n#SBATCH --array=1-2\ncat $GFS/home/alice/q\$SLURM_ARRAY_TASK_ID\n" \
+        >"$TRASH/stdin-array.sh" &&
+    id=$(sbatch_wait alice --tier-stage-in=$GFS/home/alice/q%a \
+         -o stdin-%a.out -e stdin-%a.err <"$TRASH/stdin-array.sh") &&
+    cat "$GFS/home/alice"/stdin-[12].err &&
+    test "$(job_state $id)" = COMPLETED &&
+    grep -qx one "$GFS/home/alice/stdin-1.out" &&
+    grep -qx two "$GFS/home/alice/stdin-2.out"
+'
+
 test_expect_success 'no node is drained' '! sinfo -h -R | grep .'
 test_done
