@@ -5,6 +5,8 @@
 #   sbatch_wait USER SBATCH-ARGS...              submit, wait until done,
 #                                                 print the job id
 #   job_state JOBID                              e.g. COMPLETED, FAILED
+#   slurmd_restart NODE                          restart one slurmd, wait
+#                                                 until it is back
 #
 # The cluster is stopped at exit (test_at_exit).
 
@@ -26,6 +28,10 @@ cluster_start () {
 
 cluster_stop () {
     QUIET=1 "$TIER_CLUSTER_CMD" stop "$CLUSTER"
+}
+
+slurmd_restart () {
+    QUIET=1 "$TIER_CLUSTER_CMD" restart-slurmd "$CLUSTER" "$1"
 }
 
 as_user () {

@@ -86,5 +86,31 @@ test_expect_success 'a script on stdin with #SBATCH --array and %a runs' '
     grep -qx two "$GFS/home/alice/stdin-2.out"
 '
 
+# The nodes read plugstack.conf with a bad argument while the submit host
+# reads a good one: its own slurm.conf naming a copy of the good file.
+test_expect_success 'a bad plugstack argument on a node: the plugin disables itself, no drain' '
+    cp "$CLUSTER/etc/plugstack.conf" "$TRASH/plugstack.good" &&
+    sed "s|^PlugStackConfig=.*|PlugStackConfig=$TRASH/plugstack.good|" \
+        "$SLURM_CONF" >"$TRASH/slurm-submit.conf" &&
+    sed -i "s/\$/ bogus=1/" "$CLUSTER/etc/plugstack.conf" &&
+    slurmd_restart n1 &&
+    id=$(SLURM_CONF=$TRASH/slurm-submit.conf sbatch_wait alice -w n1 \
+         --tier-cache=auto -o bad.out -e bad.err \
+         --wrap "echo TIER=\${TIER_JOB_ID:-unset}") &&
+    cat "$GFS/home/alice/bad.out" "$GFS/home/alice/bad.err" &&
+    test "$(job_state $id)" = COMPLETED &&
+    grep -qx "TIER=unset" "$GFS/home/alice/bad.out" &&
+    grep -q "tier: unknown plugstack argument .bogus." \
+        "$CLUSTER/log/slurmd-n1.log" &&
+    ! sinfo -h -R | grep .
+'
+cp "$TRASH/plugstack.good" "$CLUSTER/etc/plugstack.conf" 2>/dev/null
+test_expect_success 'with the good plugstack.conf back, the node runs tier jobs' '
+    slurmd_restart n1 &&
+    id=$(sbatch_wait alice -w n1 --tier-cache=auto -o good.out \
+         --wrap "echo TIER=\${TIER_JOB_ID:-unset}") &&
+    cat "$GFS/home/alice/good.out" &&
+    grep -qx "TIER=$id" "$GFS/home/alice/good.out"
+'
 test_expect_success 'no node is drained' '! sinfo -h -R | grep .'
 test_done
