@@ -41,6 +41,11 @@ test_expect_success 'the agents that jobs started are still running (linuxproc)'
     agent_alive n1 && ps -o pid,ppid,sid,cmd -p $(agent_pid n1) &&
     test "$(ps -o ppid= -p $(agent_pid n1) | tr -d " ")" = 1
 '
+test_expect_success 'the socket is 0666 in a root-owned 0755 directory' '
+    stat -c "%F %a %U" "$(sock n1)" "$CLUSTER/run/tier/n1" | tee "$TRASH/modes" &&
+    test "$(sed -n 1p "$TRASH/modes")" = "socket 666 root" &&
+    test "$(sed -n 2p "$TRASH/modes")" = "directory 755 root"
+'
 test_expect_success 'the agent runs in the host mount namespace, with a clean environment' '
     p=$(agent_pid n1) &&
     test "$(readlink /proc/$p/ns/mnt)" = "$(readlink /proc/$$/ns/mnt)" &&
