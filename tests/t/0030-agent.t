@@ -132,6 +132,14 @@ test_expect_success 'a process outside any job is refused counter.add' '
     as_user bob $RAW "$(sock n1)" request "{\"op\":\"counter.add\",\"role\":\"batch\",\"counter\":\"hits\",\"value\":1}" | tee "$TRASH/r5" &&
     grep -q "not inside a Slurm job step" "$TRASH/r5"
 '
+test_expect_success 'a client in a job not registered on this node is refused' '
+    cd "$GFS/home/bob" &&
+    as_user bob srun -w n1 --tier-cache=off python3 \
+        $TIER_SRCDIR/tests/lib/rawclient.py "$(sock n1)" request \
+        "{\"op\":\"counter.add\",\"role\":\"batch\",\"counter\":\"hits\",\"value\":1}" \
+        >"$TRASH/r6" && cat "$TRASH/r6" &&
+    grep -q "job [0-9]* is not registered on node n1" "$TRASH/r6"
+'
 test_expect_success 'garbage bytes get an error reply or a close' '
     $RAW "$(sock n1)" garbage | tee "$TRASH/g" &&
     grep -E -q "errno|closed" "$TRASH/g" && $TIERCTL -N n1 ping
