@@ -166,6 +166,18 @@ test_expect_success 'half a message then silence times out; others are served me
     wait_for 15 grep -q . "$TRASH/half" && cat "$TRASH/half" &&
     grep -E -q "did not arrive whole|closed" "$TRASH/half"
 '
+test_expect_success 'a client that never reads its replies is not read from; others are served' '
+    rm -f "$TRASH/go" &&
+    ($RAW "$(sock n1)" flood 100000 "$TRASH/go" >"$TRASH/flood" 2>&1 &) &&
+    wait_for 60 grep -q . "$TRASH/flood" && cat "$TRASH/flood" &&
+    grep -q "^stalled after" "$TRASH/flood" &&
+    (for i in 1 2 3 4 5; do
+        run_timeout 5 $TIERCTL -N n1 ping >/dev/null || exit 1
+    done) &&
+    touch "$TRASH/go" &&
+    wait_for 120 sh -c "test \$(wc -l <\"$TRASH/flood\") -ge 2" &&
+    cat "$TRASH/flood" && grep -q "^100000 replies in order" "$TRASH/flood"
+'
 test_expect_success 'kill -9 of the agent: the next job brings it back, the registry survives' '
     before=$($TIERCTL -N n1 jobs --json | python3 -c "import json,sys; print(\" \".join(str(j[\"job_id\"]) for j in json.load(sys.stdin)[\"jobs\"]))") &&
     test -n "$before" &&
