@@ -178,6 +178,15 @@ test_expect_success 'a client that never reads its replies is not read from; oth
     wait_for 120 sh -c "test \$(wc -l <\"$TRASH/flood\") -ge 2" &&
     cat "$TRASH/flood" && grep -q "^100000 replies in order" "$TRASH/flood"
 '
+test_expect_success 'a second tierd on the node refuses to start; the first serves on' '
+    p=$(agent_pid n1) && ino=$(stat -c %i "$(sock n1)") &&
+    run_timeout 20 "$CLUSTER/lib/tierd" -F -N n1 -c "$CLUSTER/etc/tier.conf" &&
+    grep -q "tierd\[[0-9]*\]: info: another tierd already serves node n1" \
+        "$CLUSTER/log/tierd-n1.log" &&
+    test "$(agent_pid n1)" = "$p" && kill -0 $p &&
+    test "$(stat -c %i "$(sock n1)")" = "$ino" &&
+    $TIERCTL -N n1 ping | grep "pid $p,"
+'
 test_expect_success 'kill -9 of the agent: the next job brings it back, the registry survives' '
     before=$($TIERCTL -N n1 jobs --json | python3 -c "import json,sys; print(\" \".join(str(j[\"job_id\"]) for j in json.load(sys.stdin)[\"jobs\"]))") &&
     test -n "$before" &&
