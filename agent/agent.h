@@ -61,6 +61,8 @@ struct agent {
 };
 
 int64_t agent_now_ms (void);
+/* main.c: the uid of the configuration's SlurmUser, or (uid_t) -1 */
+uid_t agent_slurm_uid (const struct tier_conf *conf);
 
 /* server.c */
 int server_init (struct agent *a, tier_error_t *error);

@@ -358,6 +358,7 @@ static void do_signal (struct agent *a)
             (void) tier_log_reopen ();
             tier_conf_destroy (a->conf);
             a->conf = conf;
+            a->slurm_uid = agent_slurm_uid (conf);
             tier_log (LOG_NOTICE, "reloaded %s", a->conf_path);
         }
     }

@@ -268,6 +268,23 @@ test_expect_success 'SIGHUP rereads tier.conf; a bad file is refused and the old
     sed -i "/^Bogus/d" "$CLUSTER/etc/tier.conf" && $TIERCTL -N n1 ping &&
     test "$(agent_pid n1)" = "$p"
 '
+# reloads N: wait until the n1 agent's log has more than N "reloaded" lines
+reloads () { grep -c "notice: reloaded" "$CLUSTER/log/tierd-n1.log"; }
+test_expect_success 'SIGHUP applies a new SlurmUser: bob may read alice'"'"'s counters' '
+    p=$(agent_pid n1) &&
+    ! as_user bob $TIERCTL -N n1 counters --batch $ARRAY 2>"$TRASH/su0" &&
+    grep "belongs to another user" "$TRASH/su0" &&
+    cp "$CLUSTER/etc/tier.conf" "$TRASH/tier.conf.saved" &&
+    echo "SlurmUser = bob" >>"$CLUSTER/etc/tier.conf" &&
+    n=$(reloads) && kill -HUP $p && wait_for 10 test "$(reloads)" -gt $n &&
+    as_user bob $TIERCTL -N n1 counters --batch $ARRAY &&
+    as_user bob $TIERCTL -N n1 jobs --json | grep -q "\"user\": \"alice\"" &&
+    cp "$TRASH/tier.conf.saved" "$CLUSTER/etc/tier.conf" &&
+    n=$(reloads) && kill -HUP $p && wait_for 10 test "$(reloads)" -gt $n &&
+    ! as_user bob $TIERCTL -N n1 counters --batch $ARRAY 2>"$TRASH/su1" &&
+    grep "belongs to another user" "$TRASH/su1"
+'
+cp "$TRASH/tier.conf.saved" "$CLUSTER/etc/tier.conf" 2>/dev/null
 test_expect_success 'SIGTERM stops the agent cleanly and removes its socket' '
     p=$(agent_pid n1) && kill -TERM $p &&
     wait_for 10 sh -c "! kill -0 $p 2>/dev/null" &&
