@@ -88,6 +88,33 @@ test_expect_success 'tierctl jobs lists a running job, then completed' '
     as_user alice $TIERCTL -N n2 jobs --json >"$TRASH/jobs.json" &&
     python3 -c "import json,sys; d=json.load(open(sys.argv[1])); j=[x for x in d[\"jobs\"] if x[\"job_id\"]==$id][0]; assert j[\"user\"]==\"alice\" and j[\"state\"]==\"ended\" and j[\"options\"][\"cache\"]==\"auto\", j" "$TRASH/jobs.json"
 '
+# A requeued job may not start again on the node that revoked its
+# credential until that expires (120 s): send it to n1 at once instead.
+test_expect_success 'a requeued job is registered again, with restart 1' '
+    cd "$GFS/home/alice" &&
+    id=$(as_user alice sbatch --parsable -w n2 --tier-cache=auto \
+         -o requeue.out --open-mode=append \
+         --wrap "echo run \${SLURM_RESTART_COUNT:-0}; test -n \"\$SLURM_RESTART_COUNT\" || sleep 120; srun true") &&
+    wait_for 20 jobs_has alice n2 $id running &&
+    scontrol requeue $id &&
+    wait_for 30 sh -c "scontrol show job $id | grep -q JobState=PENDING" &&
+    scontrol update jobid=$id nodelist=n1 starttime=now &&
+    wait_for 60 grep -q "run 1" requeue.out &&
+    wait_for 60 job_done $id && cat requeue.out &&
+    wait_for 10 jobs_has alice n1 $id ended &&
+    as_user alice $TIERCTL -N n1 jobs --json >"$TRASH/rq1.json" &&
+    as_user alice $TIERCTL -N n2 jobs --json >"$TRASH/rq2.json" &&
+    python3 - "$TRASH/rq1.json" "$TRASH/rq2.json" $id <<-PYEOF
+	import json, sys
+	id = int(sys.argv[3])
+	r = sorted((d["node"], j["restart"], j["state"], j["steps"])
+	           for d in (json.load(open(f)) for f in sys.argv[1:3])
+	           for j in d["jobs"] if j["job_id"] == id)
+	print(r)
+	# the batch step and its srun step share one record per run
+	assert r == [("n1", 1, "ended", 2), ("n2", 0, "ended", 1)], r
+	PYEOF
+'
 test_expect_success 'array tasks are registered with the array job id as batch' '
     $TIERCTL -N n1 jobs --json | python3 -c "
 import json,sys
