@@ -319,4 +319,15 @@ test_expect_success 'SIGTERM stops the agent cleanly and removes its socket' '
     grep -q "tierd stopped" "$CLUSTER/log/tierd-n1.log"
 '
 test_expect_success 'no node was drained by any of this' 'no_drain'
+test_expect_success 'tier-cluster stop leaves no process of the cluster' '
+    cd "$GFS/home/alice" &&
+    id=$(as_user alice sbatch --parsable -w n2 --tier-cache=auto \
+         -o /dev/null --wrap "sleep 300") &&
+    wait_for 30 jobs_has alice n2 $id running && cd / &&
+    cluster_procs >"$TRASH/procs" && cat "$TRASH/procs" &&
+    grep -q " slurmstepd" "$TRASH/procs" && grep -q "^[0-9]* tierd -c" "$TRASH/procs" &&
+    grep -q "slurmctld " "$TRASH/procs" && grep -q " sleep 300" "$TRASH/procs" &&
+    cluster_stop &&
+    cluster_procs >"$TRASH/left" && cat "$TRASH/left" && ! test -s "$TRASH/left"
+'
 test_done
