@@ -20,6 +20,7 @@
 #define AGENT_IDLE_TIMEOUT_MS 120000   /* an idle connection is closed */
 #define AGENT_FLUSH_MS 2000            /* counters reach LMDB this often */
 #define AGENT_RECLAIM_MS 5000          /* retry deferred job teardowns */
+#define AGENT_WQUEUE_MAX (256 * 1024)  /* replies queued: stop reading */
 
 struct conn {
     int fd;
@@ -65,6 +66,8 @@ struct agent {
 };
 
 int64_t agent_now_ms (void);
+/* main.c: the uid of the configuration's SlurmUser, or (uid_t) -1 */
+uid_t agent_slurm_uid (const struct tier_conf *conf);
 
 /* server.c */
 int server_init (struct agent *a, tier_error_t *error);

@@ -121,6 +121,13 @@ static int take_lock (struct agent *a)
     return 0;
 }
 
+uid_t agent_slurm_uid (const struct tier_conf *conf)
+{
+    struct passwd *pw = getpwnam (conf->slurm_user);
+
+    return pw ? pw->pw_uid : (uid_t) -1;
+}
+
 int main (int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -135,7 +142,6 @@ int main (int argc, char **argv)
                        .lockfd = -1, .slurm_uid = (uid_t) -1 };
     const char *node = NULL;
     tier_error_t error;
-    struct passwd *pw;
     char path[4096];
     int c;
 
@@ -198,8 +204,7 @@ int main (int argc, char **argv)
         }
         tier_log_errn_exit (errno, "lock in %s", a.conf->state_dir);
     }
-    if ((pw = getpwnam (a.conf->slurm_user)))
-        a.slurm_uid = pw->pw_uid;
+    a.slurm_uid = agent_slurm_uid (a.conf);
     (void) snprintf (path, sizeof (path), "%s/disabled", a.conf->state_dir);
     a.disabled = access (path, F_OK) == 0;
     (void) snprintf (path, sizeof (path), "%s/registry", a.conf->state_dir);

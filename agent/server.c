@@ -6,7 +6,9 @@
  * writer, so that a slow or silent client never blocks the others: a
  * message must arrive whole within AGENT_MSG_TIMEOUT_MS, an oversized one
  * is refused from its header, garbage gets an error reply, and the
- * connection is closed after it.
+ * connection is closed after it.  A client that sends requests without
+ * reading the replies is not read from while AGENT_WQUEUE_MAX bytes of
+ * replies wait for it.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -204,10 +206,16 @@ void server_fini (struct agent *a)
         close (a->epfd);
 }
 
+static bool conn_backlogged (struct conn *c)
+{
+    return tier_msgwriter_bytes (&c->wr) >= AGENT_WQUEUE_MAX;
+}
+
 static void conn_want_write (struct agent *a, struct conn *c, bool on)
 {
     struct epoll_event ev = {
-        .events = (c->closing ? 0 : EPOLLIN) | (on ? EPOLLOUT : 0),
+        .events = (c->closing || conn_backlogged (c) ? 0 : EPOLLIN)
+                  | (on ? EPOLLOUT : 0),
         .data.ptr = c,
     };
     (void) epoll_ctl (a->epfd, EPOLL_CTL_MOD, c->fd, &ev);
@@ -258,7 +266,7 @@ static void conn_read (struct agent *a, struct conn *c)
     tier_error_t error;
     int rc;
 
-    for (int n = 0; n < 16 && !c->closing; n++) {
+    for (int n = 0; n < 16 && !c->closing && !conn_backlogged (c); n++) {
         rc = tier_msgreader_read (&c->rd, c->fd, &error);
         c->last_ms = agent_now_ms ();
         if (rc == 0) {
@@ -387,6 +395,7 @@ static void do_signal (struct agent *a)
             (void) tier_log_reopen ();
             tier_conf_destroy (a->conf);
             a->conf = conf;
+            a->slurm_uid = agent_slurm_uid (conf);
             tier_log (LOG_NOTICE, "reloaded %s", a->conf_path);
         }
     }

@@ -120,14 +120,19 @@ static int register_job (spank_t sp, tier_error_t *error)
     tier.job_id = job_id;
     tier.is_array = task_id != NO_VAL32 && task_id != 0xffffffffU;
     tier.batch_id = tier.is_array && array_id ? array_id : job_id;
-    /* The restart count distinguishes a requeued job.  It comes from the
-     * job's environment, which the user could set: a false value only
-     * confuses that user's own record. */
+    /* The restart count distinguishes a requeued job.  An srun step finds
+     * it in the job's environment, which the user could set: a false value
+     * only confuses that user's own record.  The batch step's environment
+     * gets it only after this: slurmctld tells (one RPC per batch job). */
     {
         char rbuf[32];
+        uint32_t step = 0;
         if (spank_getenv (sp, "SLURM_RESTART_COUNT", rbuf, sizeof (rbuf))
             == ESPANK_SUCCESS)
             restart = (uint32_t) strtoul (rbuf, NULL, 10);
+        else if (get_u32 (sp, S_JOB_STEPID, &step) == 0
+                 && step == 0xfffffffbU)    /* the batch step */
+            restart = tier_job_restarts (job_id);
     }
     if (getpwuid_r (uid, &pw, pwbuf, sizeof (pwbuf), &pwp) != 0 || !pwp)
         return tier_errprintf (error, "uid %u has no passwd entry",

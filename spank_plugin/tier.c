@@ -235,6 +235,21 @@ bool tier_job_failed (uint32_t job_id)
     return failed;
 }
 
+/* How often the job was requeued (0 if slurmctld cannot tell). */
+uint32_t tier_job_restarts (uint32_t job_id)
+{
+    job_info_msg_t *msg = NULL;
+    uint32_t n = 0;
+
+    if (slurm_load_job (&msg, job_id, SHOW_ALL) != SLURM_SUCCESS || !msg)
+        return 0;
+    for (uint32_t i = 0; i < msg->record_count; i++)
+        if (msg->job_array[i].job_id == job_id)
+            n = msg->job_array[i].restart_cnt;
+    slurm_free_job_info_msg (msg);
+    return n;
+}
+
 /* Is the job over (cancelled, failed, completing)?  From the job record. */
 bool tier_job_gone (uint32_t job_id)
 {

@@ -58,6 +58,7 @@ struct tier_conf *tier_load_conf (tier_error_t *error);
 
 bool tier_job_failed (uint32_t job_id);
 bool tier_job_gone (uint32_t job_id);
+uint32_t tier_job_restarts (uint32_t job_id);
 
 /* ns.c: the job's mount namespace */
 bool tier_ns_wanted (void);

@@ -5,6 +5,10 @@
 #   sbatch_wait USER SBATCH-ARGS...              submit, wait until done,
 #                                                 print the job id
 #   job_state JOBID                              e.g. COMPLETED, FAILED
+#   slurmd_restart NODE                          restart one slurmd, wait
+#                                                 until it is back
+#   cluster_procs                                the cluster's processes
+#                                                 still running
 #
 # The cluster is stopped at exit (test_at_exit).
 
@@ -26,6 +30,47 @@ cluster_start () {
 
 cluster_stop () {
     QUIET=1 "$TIER_CLUSTER_CMD" stop "$CLUSTER"
+}
+
+slurmd_restart () {
+    QUIET=1 "$TIER_CLUSTER_CMD" restart-slurmd "$CLUSTER" "$1"
+}
+
+# cluster_procs: "PID COMMAND" of every live process of this cluster: its
+# executable lies in CLUSTER, CLUSTER is in its command line, or it
+# inherited the cluster's SLURM_CONF (slurmd's children: slurmstepd and
+# the jobs).  Not this shell and its ancestors (they have SLURM_CONF), so
+# do not run it in a pipeline: a sibling would be listed too.
+cluster_procs () {
+    python3 - "$CLUSTER" <<-'PYEOF'
+	import os, sys
+	d = sys.argv[1].rstrip("/")
+	conf = ("SLURM_CONF=" + d + "/etc/slurm.conf").encode()
+	skip, p = set(), os.getpid()
+	while p > 1:
+	    skip.add(p)
+	    with open("/proc/%d/stat" % p) as f:
+	        p = int(f.read().rsplit(")", 1)[1].split()[1])
+	for pid in sorted(int(x) for x in os.listdir("/proc") if x.isdigit()):
+	    if pid in skip:
+	        continue
+	    try:
+	        with open("/proc/%d/stat" % pid) as f:
+	            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+	                continue
+	        with open("/proc/%d/cmdline" % pid, "rb") as f:
+	            cmd = f.read().replace(b"\0", b" ").strip()
+	        with open("/proc/%d/environ" % pid, "rb") as f:
+	            env = f.read().split(b"\0")
+	        try:
+	            exe = os.readlink("/proc/%d/exe" % pid)
+	        except OSError:
+	            exe = ""
+	    except OSError:
+	        continue
+	    if (exe.startswith(d + "/") or d.encode() in cmd or conf in env):
+	        print(pid, cmd.decode("utf-8", "replace")[:200])
+	PYEOF
 }
 
 as_user () {

@@ -9,10 +9,17 @@
 #                                            print what arrives and when
 #   rawclient.py SOCKET fd FILE JSON         a request carrying a read-only
 #                                            descriptor of FILE (SCM_RIGHTS)
+#   rawclient.py SOCKET flood N GOFILE       send N pings without reading
+#                                            the replies; print whether the
+#                                            agent stopped reading (no
+#                                            progress for 3 s); once GOFILE
+#                                            exists, send the rest and read
+#                                            every reply, checking their ids
 #
 # Frame: magic "TIR1", u16 version, u16 type (1 request, 2 response),
 # u32 id, u32 length, host byte order; then the JSON body.
 import os
+import select
 import socket
 import struct
 import sys
@@ -46,9 +53,67 @@ def read_reply(s):
     return version, mtype, mid, body.decode("utf-8", "replace")
 
 
+def flood(s, n, gofile):
+    body = b'{"op":"ping"}'
+    data = b"".join(HDR.pack(MAGIC, 1, 1, i, len(body)) + body
+                    for i in range(1, n + 1))
+    size = HDR.size + len(body)
+    s.setblocking(False)
+    sent = 0
+    while sent < len(data):
+        try:
+            sent += s.send(data[sent:sent + 65536])
+            continue
+        except BlockingIOError:
+            pass
+        if not select.select([], [s], [], 3)[1]:
+            break
+    if sent < len(data):
+        print("stalled after %d of %d requests" % (sent // size, n),
+              flush=True)
+    else:
+        print("sent all %d requests without stalling" % n, flush=True)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(gofile):
+        if time.monotonic() > deadline:
+            sys.exit("no " + gofile)
+        time.sleep(0.1)
+    buf = b""
+    want = 1
+    while want <= n:
+        w = [s] if sent < len(data) else []
+        r, w, _ = select.select([s], w, [], 30)
+        if not r and not w:
+            sys.exit("timeout waiting for reply %d" % want)
+        if w:
+            try:
+                sent += s.send(data[sent:sent + 65536])
+            except BlockingIOError:
+                pass
+        if r:
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                sys.exit("closed before reply %d" % want)
+            buf += chunk
+            while len(buf) >= HDR.size:
+                magic, version, mtype, mid, length = HDR.unpack_from(buf)
+                if len(buf) < HDR.size + length:
+                    break
+                reply = buf[HDR.size:HDR.size + length]
+                buf = buf[HDR.size + length:]
+                if mid != want or mtype != 2 or b'"errno"' in reply:
+                    sys.exit("reply %d: id %d type %d %r"
+                             % (want, mid, mtype, reply[:200]))
+                want += 1
+    print("%d replies in order" % n)
+
+
 def main():
     path, what = sys.argv[1], sys.argv[2]
     s = connect(path)
+    if what == "flood":
+        flood(s, int(sys.argv[3]), sys.argv[4])
+        return
     t0 = time.monotonic()
     if what in ("request", "version"):
         version = 1 if what == "request" else int(sys.argv[3])

@@ -63,5 +63,54 @@ test_expect_success 'an unknown plugstack argument stops sbatch with a clear err
     grep -q "tier: unknown plugstack argument .bogus. (known: conf, default, preload)" "$TRASH/perr" &&
     nothing_queued
 '
+test_expect_success 'a script on stdin with %a and no --array fails at start, saying why' '
+    printf "#!/bin/bash\necho ran\n" >"$TRASH/stdin.sh" &&
+    id=$(sbatch_wait alice -w n1 --tier-stage-in=$GFS/home/alice/q%a \
+         -o stdin.out -e stdin.err <"$TRASH/stdin.sh") &&
+    cat "$GFS/home/alice/stdin.err" &&
+    test "$(job_state $id)" = FAILED &&
+    grep -q "tier: --tier-stage-in: %a is used but the job is not an array job" \
+        "$GFS/home/alice/stdin.err" &&
+    ! grep -q ran "$GFS/home/alice/stdin.out"
+'
+test_expect_success 'a script on stdin with #SBATCH --array and %a runs' '
+    echo one >"$GFS/home/alice/q1" && echo two >"$GFS/home/alice/q2" &&
+    chown alice "$GFS/home/alice/q1" "$GFS/home/alice/q2" &&
+    printf "#!/bin/bash\n#SBATCH --array=1-2\ncat $GFS/home/alice/q\$SLURM_ARRAY_TASK_ID\n" \
+        >"$TRASH/stdin-array.sh" &&
+    id=$(sbatch_wait alice --tier-stage-in=$GFS/home/alice/q%a \
+         -o stdin-%a.out -e stdin-%a.err <"$TRASH/stdin-array.sh") &&
+    cat "$GFS/home/alice"/stdin-[12].err &&
+    test "$(job_state $id)" = COMPLETED &&
+    grep -qx one "$GFS/home/alice/stdin-1.out" &&
+    grep -qx two "$GFS/home/alice/stdin-2.out"
+'
+
+# The nodes read plugstack.conf with a bad argument while the submit host
+# reads a good one: its own slurm.conf naming a copy of the good file.
+test_expect_success 'a bad plugstack argument on a node: the plugin disables itself, no drain' '
+    cp "$CLUSTER/etc/plugstack.conf" "$TRASH/plugstack.good" &&
+    sed "s|^PlugStackConfig=.*|PlugStackConfig=$TRASH/plugstack.good|" \
+        "$SLURM_CONF" >"$TRASH/slurm-submit.conf" &&
+    sed -i "s/\$/ bogus=1/" "$CLUSTER/etc/plugstack.conf" &&
+    slurmd_restart n1 &&
+    id=$(SLURM_CONF=$TRASH/slurm-submit.conf sbatch_wait alice -w n1 \
+         --tier-cache=auto -o bad.out -e bad.err \
+         --wrap "echo TIER=\${TIER_JOB_ID:-unset}") &&
+    cat "$GFS/home/alice/bad.out" "$GFS/home/alice/bad.err" &&
+    test "$(job_state $id)" = COMPLETED &&
+    grep -qx "TIER=unset" "$GFS/home/alice/bad.out" &&
+    grep -q "tier: unknown plugstack argument .bogus." \
+        "$CLUSTER/log/slurmd-n1.log" &&
+    ! sinfo -h -R | grep .
+'
+cp "$TRASH/plugstack.good" "$CLUSTER/etc/plugstack.conf" 2>/dev/null
+test_expect_success 'with the good plugstack.conf back, the node runs tier jobs' '
+    slurmd_restart n1 &&
+    id=$(sbatch_wait alice -w n1 --tier-cache=auto -o good.out \
+         --wrap "echo TIER=\${TIER_JOB_ID:-unset}") &&
+    cat "$GFS/home/alice/good.out" &&
+    grep -qx "TIER=$id" "$GFS/home/alice/good.out"
+'
 test_expect_success 'no node is drained' '! sinfo -h -R | grep .'
 test_done

@@ -41,6 +41,11 @@ test_expect_success 'the agents that jobs started are still running (linuxproc)'
     agent_alive n1 && ps -o pid,ppid,sid,cmd -p $(agent_pid n1) &&
     test "$(ps -o ppid= -p $(agent_pid n1) | tr -d " ")" = 1
 '
+test_expect_success 'the socket is 0666 in a root-owned 0755 directory' '
+    stat -c "%F %a %U" "$(sock n1)" "$CLUSTER/run/tier/n1" | tee "$TRASH/modes" &&
+    test "$(sed -n 1p "$TRASH/modes")" = "socket 666 root" &&
+    test "$(sed -n 2p "$TRASH/modes")" = "directory 755 root"
+'
 test_expect_success 'the agent runs in the host mount namespace, with a clean environment' '
     p=$(agent_pid n1) &&
     test "$(readlink /proc/$p/ns/mnt)" = "$(readlink /proc/$$/ns/mnt)" &&
@@ -82,6 +87,33 @@ test_expect_success 'tierctl jobs lists a running job, then completed' '
     wait_for 10 jobs_has alice n2 $id ended &&
     as_user alice $TIERCTL -N n2 jobs --json >"$TRASH/jobs.json" &&
     python3 -c "import json,sys; d=json.load(open(sys.argv[1])); j=[x for x in d[\"jobs\"] if x[\"job_id\"]==$id][0]; assert j[\"user\"]==\"alice\" and j[\"state\"]==\"ended\" and j[\"options\"][\"cache\"]==\"auto\", j" "$TRASH/jobs.json"
+'
+# A requeued job may not start again on the node that revoked its
+# credential until that expires (120 s): send it to n1 at once instead.
+test_expect_success 'a requeued job is registered again, with restart 1' '
+    cd "$GFS/home/alice" &&
+    id=$(as_user alice sbatch --parsable -w n2 --tier-cache=auto \
+         -o requeue.out --open-mode=append \
+         --wrap "echo run \${SLURM_RESTART_COUNT:-0}; test -n \"\$SLURM_RESTART_COUNT\" || sleep 120; srun true") &&
+    wait_for 20 jobs_has alice n2 $id running &&
+    scontrol requeue $id &&
+    wait_for 30 sh -c "scontrol show job $id | grep -q JobState=PENDING" &&
+    scontrol update jobid=$id nodelist=n1 starttime=now &&
+    wait_for 60 grep -q "run 1" requeue.out &&
+    wait_for 60 job_done $id && cat requeue.out &&
+    wait_for 10 jobs_has alice n1 $id ended &&
+    as_user alice $TIERCTL -N n1 jobs --json >"$TRASH/rq1.json" &&
+    as_user alice $TIERCTL -N n2 jobs --json >"$TRASH/rq2.json" &&
+    python3 - "$TRASH/rq1.json" "$TRASH/rq2.json" $id <<-PYEOF
+	import json, sys
+	id = int(sys.argv[3])
+	r = sorted((d["node"], j["restart"], j["state"], j["steps"])
+	           for d in (json.load(open(f)) for f in sys.argv[1:3])
+	           for j in d["jobs"] if j["job_id"] == id)
+	print(r)
+	# the batch step and its srun step share one record per run
+	assert r == [("n1", 1, "ended", 2), ("n2", 0, "ended", 1)], r
+	PYEOF
 '
 test_expect_success 'array tasks are registered with the array job id as batch' '
     $TIERCTL -N n1 jobs --json | python3 -c "
@@ -127,6 +159,14 @@ test_expect_success 'a process outside any job is refused counter.add' '
     as_user bob $RAW "$(sock n1)" request "{\"op\":\"counter.add\",\"role\":\"batch\",\"counter\":\"hits\",\"value\":1}" | tee "$TRASH/r5" &&
     grep -q "not inside a Slurm job step" "$TRASH/r5"
 '
+test_expect_success 'a client in a job not registered on this node is refused' '
+    cd "$GFS/home/bob" &&
+    as_user bob srun -w n1 --tier-cache=off python3 \
+        $TIER_SRCDIR/tests/lib/rawclient.py "$(sock n1)" request \
+        "{\"op\":\"counter.add\",\"role\":\"batch\",\"counter\":\"hits\",\"value\":1}" \
+        >"$TRASH/r6" && cat "$TRASH/r6" &&
+    grep -q "job [0-9]* is not registered on node n1" "$TRASH/r6"
+'
 test_expect_success 'garbage bytes get an error reply or a close' '
     $RAW "$(sock n1)" garbage | tee "$TRASH/g" &&
     grep -E -q "errno|closed" "$TRASH/g" && $TIERCTL -N n1 ping
@@ -152,6 +192,27 @@ test_expect_success 'half a message then silence times out; others are served me
     done &&
     wait_for 15 grep -q . "$TRASH/half" && cat "$TRASH/half" &&
     grep -E -q "did not arrive whole|closed" "$TRASH/half"
+'
+test_expect_success 'a client that never reads its replies is not read from; others are served' '
+    rm -f "$TRASH/go" &&
+    ($RAW "$(sock n1)" flood 100000 "$TRASH/go" >"$TRASH/flood" 2>&1 &) &&
+    wait_for 60 grep -q . "$TRASH/flood" && cat "$TRASH/flood" &&
+    grep -q "^stalled after" "$TRASH/flood" &&
+    (for i in 1 2 3 4 5; do
+        run_timeout 5 $TIERCTL -N n1 ping >/dev/null || exit 1
+    done) &&
+    touch "$TRASH/go" &&
+    wait_for 120 sh -c "test \$(wc -l <\"$TRASH/flood\") -ge 2" &&
+    cat "$TRASH/flood" && grep -q "^100000 replies in order" "$TRASH/flood"
+'
+test_expect_success 'a second tierd on the node refuses to start; the first serves on' '
+    p=$(agent_pid n1) && ino=$(stat -c %i "$(sock n1)") &&
+    run_timeout 20 "$CLUSTER/lib/tierd" -F -N n1 -c "$CLUSTER/etc/tier.conf" &&
+    grep -q "tierd\[[0-9]*\]: info: another tierd already serves node n1" \
+        "$CLUSTER/log/tierd-n1.log" &&
+    test "$(agent_pid n1)" = "$p" && kill -0 $p &&
+    test "$(stat -c %i "$(sock n1)")" = "$ino" &&
+    $TIERCTL -N n1 ping | grep "pid $p,"
 '
 test_expect_success 'kill -9 of the agent: the next job brings it back, the registry survives' '
     before=$($TIERCTL -N n1 jobs --json | python3 -c "import json,sys; print(\" \".join(str(j[\"job_id\"]) for j in json.load(sys.stdin)[\"jobs\"]))") &&
@@ -234,6 +295,23 @@ test_expect_success 'SIGHUP rereads tier.conf; a bad file is refused and the old
     sed -i "/^Bogus/d" "$CLUSTER/etc/tier.conf" && $TIERCTL -N n1 ping &&
     test "$(agent_pid n1)" = "$p"
 '
+# reloads N: wait until the n1 agent's log has more than N "reloaded" lines
+reloads () { grep -c "notice: reloaded" "$CLUSTER/log/tierd-n1.log"; }
+test_expect_success 'SIGHUP applies a new SlurmUser: bob may read alice'"'"'s counters' '
+    p=$(agent_pid n1) &&
+    ! as_user bob $TIERCTL -N n1 counters --batch $ARRAY 2>"$TRASH/su0" &&
+    grep "belongs to another user" "$TRASH/su0" &&
+    cp "$CLUSTER/etc/tier.conf" "$TRASH/tier.conf.saved" &&
+    echo "SlurmUser = bob" >>"$CLUSTER/etc/tier.conf" &&
+    n=$(reloads) && kill -HUP $p && wait_for 10 test "$(reloads)" -gt $n &&
+    as_user bob $TIERCTL -N n1 counters --batch $ARRAY &&
+    as_user bob $TIERCTL -N n1 jobs --json | grep -q "\"user\": \"alice\"" &&
+    cp "$TRASH/tier.conf.saved" "$CLUSTER/etc/tier.conf" &&
+    n=$(reloads) && kill -HUP $p && wait_for 10 test "$(reloads)" -gt $n &&
+    ! as_user bob $TIERCTL -N n1 counters --batch $ARRAY 2>"$TRASH/su1" &&
+    grep "belongs to another user" "$TRASH/su1"
+'
+cp "$TRASH/tier.conf.saved" "$CLUSTER/etc/tier.conf" 2>/dev/null
 test_expect_success 'SIGTERM stops the agent cleanly and removes its socket' '
     p=$(agent_pid n1) && kill -TERM $p &&
     wait_for 10 sh -c "! kill -0 $p 2>/dev/null" &&
@@ -241,4 +319,15 @@ test_expect_success 'SIGTERM stops the agent cleanly and removes its socket' '
     grep -q "tierd stopped" "$CLUSTER/log/tierd-n1.log"
 '
 test_expect_success 'no node was drained by any of this' 'no_drain'
+test_expect_success 'tier-cluster stop leaves no process of the cluster' '
+    cd "$GFS/home/alice" &&
+    id=$(as_user alice sbatch --parsable -w n2 --tier-cache=auto \
+         -o /dev/null --wrap "sleep 300") &&
+    wait_for 30 jobs_has alice n2 $id running && cd / &&
+    cluster_procs >"$TRASH/procs" && cat "$TRASH/procs" &&
+    grep -q " slurmstepd" "$TRASH/procs" && grep -q "^[0-9]* tierd -c" "$TRASH/procs" &&
+    grep -q "slurmctld " "$TRASH/procs" && grep -q " sleep 300" "$TRASH/procs" &&
+    cluster_stop &&
+    cluster_procs >"$TRASH/left" && cat "$TRASH/left" && ! test -s "$TRASH/left"
+'
 test_done

@@ -35,4 +35,15 @@ test_expect_success CGROUP1 'kill -9: the supervisor brings the agent back, with
     $TIERCTL -N n1 jobs | grep -q "^$id "
 '
 test_expect_success CGROUP1 'no node is drained' '! sinfo -h -R | grep .'
+test_expect_success CGROUP1 'tier-cluster stop leaves no process of the cluster' '
+    id=$(cd "$GFS/home/alice" && as_user alice sbatch --parsable -w n2 \
+         --tier-cache=auto -o /dev/null --wrap "sleep 300") &&
+    wait_for 30 sh -c "$TIERCTL -N n2 jobs | grep -q \"^$id .* running \"" &&
+    cluster_procs >"$TRASH/procs" && cat "$TRASH/procs" &&
+    grep -q " slurmstepd" "$TRASH/procs" && grep -q " sleep 300" "$TRASH/procs" &&
+    grep -q "tier-cluster start" "$TRASH/procs" &&
+    grep -q "tierd -F" "$TRASH/procs" &&
+    cluster_stop &&
+    cluster_procs >"$TRASH/left" && cat "$TRASH/left" && ! test -s "$TRASH/left"
+'
 test_done

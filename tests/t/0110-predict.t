@@ -58,6 +58,57 @@ test_expect_success '--measured adds the error table' '
     grep "measured median" out3
 '
 
+# The error table recomputed from the fixtures: each measured run's slowest
+# node, their median and count per node count; the predicted median
+# F^-1(0.5^(b/N)) and mean of F^(N/b) from the fitted GEV; the error.
+test_expect_success PYTHON '--measured: the error table has the right numbers' '
+    "$tierctl" predict --block 8 --measured "$measured" "$times" >tab.out &&
+    "$tierctl" predict --json --block 8 --measured "$measured" "$times" \
+        >tab.json &&
+    python3 - "$measured" tab.out tab.json <<-PYEOF
+	import csv, json, math, statistics, sys
+	runs = {}
+	for r in csv.DictReader(open(sys.argv[1])):
+	    runs.setdefault(r["run"], []).append(float(r["seconds"]))
+	slow = {}
+	for t in runs.values():
+	    slow.setdefault(len(t), []).append(max(t))
+	assert sorted(slow) == [16, 32, 64, 128], sorted(slow)
+	d = json.load(open(sys.argv[3]))
+	xi, sigma, mu = (d[k]["estimate"] for k in ("shape", "scale", "location"))
+	def quantile(p):
+	    return mu + sigma / xi * ((-math.log(p)) ** -xi - 1)
+	rows = {}
+	for line in open(sys.argv[2]):
+	    f = line.replace("[", " ").replace("]", " ").replace(",", " ").split()
+	    if len(f) == 9 and f[0].isdigit() and f[8].endswith("%"):
+	        rows[int(f[0])] = f
+	assert sorted(rows) == sorted(slow), rows
+	assert [p["nodes"] for p in d["predictions"]] == sorted(slow)
+	for p in d["predictions"]:
+	    n, t, row = p["nodes"], slow[p["nodes"]], rows[p["nodes"]]
+	    med, mean = statistics.median(t), statistics.mean(t)
+	    m = n / 8
+	    pmed = quantile(0.5 ** (1 / m))
+	    # the maximum of m GEVs is a GEV with these parameters
+	    s2, mu2 = sigma * m ** xi, mu + sigma * (m ** xi - 1) / xi
+	    pmean = mu2 + s2 * (math.gamma(1 - xi) - 1) / xi
+	    err = 100 * (pmed - med) / med
+	    print(n, med, len(t), pmed, pmean, err, row)
+	    assert p["measured"]["runs"] == len(t) == int(row[7])
+	    assert abs(p["measured"]["median"] - med) < 1e-6 * med
+	    assert abs(p["measured"]["mean"] - mean) < 1e-6 * mean
+	    assert abs(p["median"]["estimate"] - pmed) < 1e-6 * pmed
+	    assert abs(p["mean"] - pmean) < 1e-4 * pmean
+	    assert abs(p["error_pct"] - err) < 1e-6
+	    assert row[1] == "%d" % m
+	    assert row[2] == "%.2f" % pmed, (row[2], pmed)
+	    assert row[5] == "%.2f" % pmean, (row[5], pmean)
+	    assert row[6] == "%.2f" % med, (row[6], med)
+	    assert row[8] == "%+.2f%%" % err, (row[8], err)
+	PYEOF
+'
+
 test_expect_success '--periods and --level' '
     "$tierctl" predict --periods 2,50 --level 0.9 "$times" >out4 &&
     grep "90% interval" out4 && grep -E "^50 " out4 && grep -E "^2 " out4 &&

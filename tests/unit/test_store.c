@@ -8,10 +8,13 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <lmdb.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char dir[64];
@@ -160,6 +163,116 @@ static void test_refuses_open_dir (void **state)
     assert_non_null (strstr (error.text, "mode 0700"));
 }
 
+/* A process with the environment open: "c" on its command pipe writes
+ * back how many reader slots are in use, "q" ends it.  While it holds the
+ * environment open, the lock file (and its reader table) is never reset,
+ * so stale slots stay until someone runs mdb_reader_check.
+ */
+static int count_reader (const char *msg, void *ctx)
+{
+    int pid;
+
+    if (sscanf (msg, "%d", &pid) == 1 && pid > 0)
+        (*(int *) ctx)++;
+    return 0;
+}
+
+static void holder (int cmd, int reply)
+{
+    MDB_env *env;
+    char c;
+
+    if (mdb_env_create (&env) || mdb_env_set_maxdbs (env, 8)
+        || mdb_env_open (env, dir, MDB_NOTLS, 0600))
+        _exit (2);
+    while (read (cmd, &c, 1) == 1 && c == 'c') {
+        int n = 0;
+        (void) mdb_reader_list (env, count_reader, &n);
+        if (write (reply, &n, sizeof (n)) != sizeof (n))
+            _exit (2);
+    }
+    mdb_env_close (env);
+    _exit (0);
+}
+
+/* A reader that takes a read transaction, says so, and waits to die. */
+static void reader (int ready)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+
+    if (mdb_env_create (&env) || mdb_env_set_maxdbs (env, 8)
+        || mdb_env_open (env, dir, MDB_NOTLS, 0600)
+        || mdb_txn_begin (env, NULL, MDB_RDONLY, &txn))
+        _exit (2);
+    if (write (ready, "r", 1) != 1)
+        _exit (2);
+    for (;;)
+        pause ();
+}
+
+static int readers_in_use (int cmd, int reply)
+{
+    int n = -1;
+
+    assert_int_equal (write (cmd, "c", 1), 1);
+    assert_int_equal (read (reply, &n, sizeof (n)), sizeof (n));
+    return n;
+}
+
+static void test_stale_readers (void **state)
+{
+    int cmd[2], reply[2], ready[2], status;
+    struct store_job j = mkjob (4243, 0, 1000), got;
+    tier_error_t error;
+    struct store *st;
+    pid_t h, r;
+    char c;
+
+    assert_non_null (st = store_open (dir, 1 << 24, &error));
+    assert_int_equal (store_job_put (st, &j, &error), 0);
+    store_close (st);
+
+    assert_int_equal (pipe (cmd), 0);
+    assert_int_equal (pipe (reply), 0);
+    assert_int_equal (pipe (ready), 0);
+    assert_true ((h = fork ()) >= 0);
+    if (h == 0) {
+        close (cmd[1]);
+        close (reply[0]);
+        holder (cmd[0], reply[1]);
+    }
+    close (cmd[0]);
+    close (reply[1]);
+    assert_int_equal (readers_in_use (cmd[1], reply[0]), 0);
+
+    /* a reader dies by SIGKILL inside its read transaction */
+    assert_true ((r = fork ()) >= 0);
+    if (r == 0)
+        reader (ready[1]);
+    close (ready[1]);
+    assert_int_equal (read (ready[0], &c, 1), 1);
+    close (ready[0]);
+    assert_int_equal (readers_in_use (cmd[1], reply[0]), 1);
+    assert_int_equal (kill (r, SIGKILL), 0);
+    assert_int_equal (waitpid (r, &status, 0), r);
+    assert_true (WIFSIGNALED (status));
+    assert_int_equal (readers_in_use (cmd[1], reply[0]), 1);  /* stale */
+
+    /* the agent's reopen clears it, and the registry is intact */
+    assert_non_null (st = store_open (dir, 1 << 24, &error));
+    assert_int_equal (readers_in_use (cmd[1], reply[0]), 0);
+    assert_int_equal (store_job_get (st, 4243, 0, &got, &error), 0);
+    assert_int_equal (got.uid, 1000);
+    store_close (st);
+
+    assert_int_equal (write (cmd[1], "q", 1), 1);
+    close (cmd[1]);
+    close (reply[0]);
+    assert_int_equal (waitpid (h, &status, 0), h);
+    assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+}
+
 static void test_names (void **state)
 {
     for (int k = 0; k < TIER_CTR_COUNT; k++) {
@@ -179,6 +292,8 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_jobs, setup, teardown),
         cmocka_unit_test_setup_teardown (test_counters, setup, teardown),
         cmocka_unit_test_setup_teardown (test_refuses_open_dir, setup,
+                                         teardown),
+        cmocka_unit_test_setup_teardown (test_stale_readers, setup,
                                          teardown),
         cmocka_unit_test (test_names),
     };
