@@ -29,6 +29,16 @@
 
 #define TIER_NS_PIDS_MAX 4096
 
+/* Open a tier root (NvdimmDir, BBDir), creating it root 0700 (and its
+ * missing parents 0755) if needed: every parent must be a root-owned
+ * directory that others cannot rename entries in (not group- or
+ * other-writable, or sticky like /dev/shm), no component may be a
+ * symlink, and the root itself must be root's with mode 0700 -- a root
+ * someone else made is refused (it may sit under /dev/shm).  Walks with
+ * descriptors; returns an O_RDONLY|O_DIRECTORY descriptor, or -1.
+ */
+int tier_root_open (const char *path, tier_error_t *error);
+
 /* Make base (created 0700 if missing, root-owned, not a symlink) a
  * private bind mount of itself, once.  Returns 0 or -1.
  */

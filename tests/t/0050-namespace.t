@@ -127,6 +127,39 @@ test_expect_success 'a setuid binary in the scratch gains nothing (nosuid)' '
     (cat $TRASH/s && test "$(head -1 $TRASH/s)" = "$(id -u alice)" &&
      grep -q "nosuid,nodev" $TRASH/s; rc=$?; rm -f "$H/runs/suid-id"; exit $rc)
 '
+test_expect_success 'the upper root mirrors the GFS directory: owner, group, mode, setgid' '
+    as_user alice mkdir -p "$H/sg" && chgrp users "$H/sg" && chmod 2770 "$H/sg" &&
+    stat -c "%U %G %a" "$H/sg" >$TRASH/sg.host &&
+    as_alice srun -w n1 --tier-scratch=$H/sg sh -c "stat -c \"%U %G %a\" $H/sg; touch $H/sg/new; stat -c %G $H/sg/new; grep -c \" - overlay \" /proc/self/mountinfo" >$TRASH/sg.job &&
+    cat $TRASH/sg.host $TRASH/sg.job &&
+    test "$(cat $TRASH/sg.host)" = "alice users 2770" &&
+    test "$(sed -n 1p $TRASH/sg.job)" = "alice users 2770" &&
+    test "$(sed -n 2p $TRASH/sg.job)" = users && test "$(sed -n 3p $TRASH/sg.job)" = 1 &&
+    test ! -e "$H/sg/new"
+'
+# scratch_count NODE: overlays the job sees, its stderr in $TRASH/err
+scratch_count () {
+    as_alice srun -w $1 --tier-scratch=$H/runs sh -c \
+        "grep -c \" - overlay \" /proc/self/mountinfo || true" 2>$TRASH/err
+    _rc=$?; cat $TRASH/err >&2; return $_rc
+}
+test_expect_success 'an NVDIMM tier root made by alice is refused; the job runs on the GFS' '
+    rm -rf $NV/n3.away && { ! test -e $NV/n3 || mv $NV/n3 $NV/n3.away; } &&
+    mkdir -m 700 $NV/n3 && chown alice $NV/n3 &&
+    scratch_count n3 >$TRASH/cnt; rc=$?; cat $TRASH/cnt $TRASH/err;
+    rmdir $NV/n3; ! test -e $NV/n3.away || mv $NV/n3.away $NV/n3;
+    test $rc = 0 && test "$(cat $TRASH/cnt)" = 0 &&
+    grep -q "tier root $NV/n3 must be a root-owned directory with mode 0700 (refused)" $TRASH/err &&
+    test "$(scratch_count n3)" = 1
+'
+test_expect_success 'so is a tier root whose parent alice owns' '
+    chown alice $NV &&
+    scratch_count n3 >$TRASH/cnt; rc=$?; cat $TRASH/cnt $TRASH/err;
+    chown root $NV;
+    test $rc = 0 && test "$(cat $TRASH/cnt)" = 0 &&
+    grep -q "tier root $NV/n3: a parent directory is not root.s" $TRASH/err &&
+    test "$(scratch_count n3)" = 1
+'
 test_expect_success '-o into the tiered directory lands on the GFS' '
     id=$(sbatch_wait alice -w n2 --tier-scratch=$H/runs -o $H/runs/job-%j.out --wrap "echo to-the-gfs; echo scratch > $H/runs/tmp") &&
     cat $H/runs/job-$id.out && grep -q to-the-gfs $H/runs/job-$id.out &&

@@ -307,6 +307,63 @@ static void test_refusals (void **state)
     assert_non_null (strstr (error.text, "No such file"));
 }
 
+/* tier roots: made root 0700; a root or a parent someone else owns or
+ * may rename entries in, or a symlink, is refused */
+static void test_root_open (void **state)
+{
+    tier_error_t error;
+    char root[512], parent[128], link[512];
+    struct stat st;
+    int fd;
+
+    snprintf (parent, sizeof (parent), "%s/p/q", top);
+    snprintf (root, sizeof (root), "%s/root", parent);
+    if ((fd = tier_root_open (root, &error)) < 0)
+        fail_msg ("%s", error.text);
+    assert_int_equal (fstat (fd, &st), 0);
+    close (fd);
+    assert_true (S_ISDIR (st.st_mode) && st.st_uid == 0
+                 && (st.st_mode & 07777) == 0700);
+    assert_int_equal (stat (parent, &st), 0);
+    assert_int_equal (st.st_mode & 07777, 0755);
+    /* made by someone else */
+    assert_int_equal (chown (root, 12345, 12345), 0);
+    assert_int_equal (tier_root_open (root, &error), -1);
+    assert_int_equal (errno, EPERM);
+    assert_non_null (strstr (error.text, "root-owned"));
+    assert_int_equal (chown (root, 0, 0), 0);
+    assert_int_equal (chmod (root, 0755), 0);
+    assert_int_equal (tier_root_open (root, &error), -1);
+    assert_int_equal (chmod (root, 0700), 0);
+    /* a parent someone else owns: they could swap the root */
+    assert_int_equal (chown (parent, 12345, 12345), 0);
+    assert_int_equal (tier_root_open (root, &error), -1);
+    assert_int_equal (errno, EPERM);
+    assert_non_null (strstr (error.text, "parent"));
+    assert_int_equal (chown (parent, 0, 0), 0);
+    /* a parent others may write: refused unless sticky (/dev/shm) */
+    assert_int_equal (chmod (parent, 0777), 0);
+    assert_int_equal (tier_root_open (root, &error), -1);
+    assert_non_null (strstr (error.text, "parent"));
+    assert_int_equal (chmod (parent, 01777), 0);
+    if ((fd = tier_root_open (root, &error)) < 0)
+        fail_msg ("%s", error.text);
+    close (fd);
+    /* a symlink, as the root or as a parent */
+    snprintf (link, sizeof (link), "%s/l", top);
+    assert_int_equal (symlink (parent, link), 0);
+    snprintf (link, sizeof (link), "%s/l/root", top);
+    assert_int_equal (tier_root_open (link, &error), -1);
+    assert_non_null (strstr (error.text, "symlink"));
+    snprintf (link, sizeof (link), "%s/l2", parent);
+    assert_int_equal (symlink (root, link), 0);
+    assert_int_equal (tier_root_open (link, &error), -1);
+    assert_int_equal (errno, EPERM);
+    snprintf (link, sizeof (link), "%s/../x", parent);
+    assert_int_equal (tier_root_open (link, &error), -1);
+    assert_int_equal (errno, EINVAL);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +372,7 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_overlay, setup, teardown),
         cmocka_unit_test_setup_teardown (test_bind_ro, setup, teardown),
         cmocka_unit_test_setup_teardown (test_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown (test_root_open, setup, teardown),
     };
     if (geteuid () != 0) {
         printf ("1..1\nok 1 # SKIP needs root\n");
