@@ -782,6 +782,39 @@ out:
     return rc;
 }
 
+int tier_ovl_dirs (int dirfd, int *upperfd, int *workfd, tier_error_t *error)
+{
+    static const char *names[] = { "work", "upper" };
+    int fds[2] = { -1, -1 };
+
+    for (int i = 0; i < 2; i++) {
+        if (mkdirat (dirfd, names[i], 0700) < 0) {
+            int e = errno;
+            if (fds[0] >= 0)
+                close (fds[0]);
+            errno = e;
+            if (e == EEXIST)
+                return tier_errprintf (error, "%s exists already (left by "
+                                       "an earlier mount?): refused, never "
+                                       "two overlays on one upper layer",
+                                       names[i]);
+            return tier_errprintf (error, "mkdir %s: %s", names[i],
+                                   strerror (e));
+        }
+        if ((fds[i] = openat (dirfd, names[i], O_RDONLY | O_DIRECTORY
+                              | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+            int e = errno;
+            if (fds[0] >= 0)
+                close (fds[0]);
+            errno = e;
+            return tier_errprintf (error, "%s: %s", names[i], strerror (e));
+        }
+    }
+    *workfd = fds[0];
+    *upperfd = fds[1];
+    return 0;
+}
+
 int tier_bind_ro (int srcfd, int targetfd, tier_error_t *error)
 {
     struct mount_attr attr = {

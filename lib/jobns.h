@@ -129,6 +129,15 @@ int tier_rmtree_at (int dirfd, const char *name, tier_error_t *error);
 int tier_ovl_mount (int lowerfd, int upperfd, int workfd, int targetfd,
                     tier_error_t *error);
 
+/* Make the upper and work directories of one overlay beneath dirfd,
+ * root 0700, and open them.  Both must be new: one that exists already
+ * (a leftover of an earlier mount on a tier that is not a fresh tmpfs)
+ * is refused with EEXIST, so that two overlays never share an upper
+ * layer.  Returns 0 with both descriptors, or -1.
+ */
+int tier_ovl_dirs (int dirfd, int *upperfd, int *workfd,
+                   tier_error_t *error);
+
 /* A tmpfs of size bytes (0: no limit), root 0700, nosuid,nodev, on top
  * of targetfd: a job's reservation on a DRAM-emulated NVDIMM tier, so
  * that writing past it gives ENOSPC there and nowhere else.

@@ -234,9 +234,13 @@ static int mount_scratch (const struct mount_ctx *m, int k, const char *dir,
         if ((kfd = subdir (jobfd, name, 0700, error)) < 0)
             goto out;
     }
-    if ((workfd = subdir (kfd, "work", 0700, error)) < 0
-        || (upfd = subdir (kfd, "upper", 0700, error)) < 0)
+    if (tier_ovl_dirs (kfd, &upfd, &workfd, error) < 0) {
+        char msg[TIER_ERROR_MAX];
+        (void) snprintf (msg, sizeof (msg), "%s", error->text);
+        tier_errprintf (error, "--tier-scratch: %s: %s/%u/%d/%s", dir,
+                        m->conf->nvdimm_dir, m->job_id, k, msg);
         goto out;
+    }
     if (fchown (upfd, st.st_uid, st.st_gid) < 0
         || fchmod (upfd, st.st_mode & 07777) < 0) {
         tier_errprintf (error, "upper of %s: %s", dir, strerror (errno));
