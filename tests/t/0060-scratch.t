@@ -110,11 +110,17 @@ test_expect_success 'keep=on-failure: a failing task'"'"'s data is kept, a succe
     ! grep -q "tier-kept" $OUT/k-1.err
 '
 test_expect_success 'keep=always keeps a succeeding job'"'"'s data, never replacing GFS files' '
+    as_user alice sh -c "echo keep-me > $P/runs/doomed.txt; mkdir -p $P/runs/doomed; echo f > $P/runs/doomed/f" &&
     id=$(sbatch_wait alice -w n1 --tier-scratch=$P/runs --tier-keep=always -o /dev/null \
-        --wrap "echo a > $P/runs/always.txt; echo changed > $P/runs/input.txt") &&
+        --wrap "rm $P/runs/doomed.txt && rm -r $P/runs/doomed && ls $P/runs >$OUT/deleted.ls && echo a > $P/runs/always.txt; echo changed > $P/runs/input.txt") &&
+    ! grep -q doomed $OUT/deleted.ls &&
+    find $P/runs/.tier-kept/$id -ls &&
     test "$(cat $P/runs/.tier-kept/$id/n1/always.txt)" = a &&
     test "$(cat $P/runs/.tier-kept/$id/n1/input.txt)" = changed &&
-    test "$(cat $P/runs/input.txt)" = gfs-data
+    test "$(cat $P/runs/input.txt)" = gfs-data &&
+    test -z "$(find $P/runs/.tier-kept/$id ! -type f ! -type d)" &&
+    test ! -e $P/runs/.tier-kept/$id/n1/doomed.txt && test ! -e $P/runs/.tier-kept/$id/n1/doomed &&
+    test "$(cat $P/runs/doomed.txt)" = keep-me && test "$(cat $P/runs/doomed/f)" = f
 '
 test_expect_success 'writing past the reservation gives ENOSPC in the scratch only' '
     id=$(sbatch_wait alice -w n2 --tier-scratch=$P/runs:4M -o $OUT/full.out -e $OUT/full.err \
