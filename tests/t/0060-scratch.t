@@ -38,14 +38,16 @@ srun -n1 sh -c "test \"\$(cat $R/t$t/a $R/t$t/b $R/t$t/c $R/t$t/sub/s)\" = \"\$(
 EOF
 chmod 755 "$P/pipe.sh"; chown alice "$P/pipe.sh"
 
+# --exclusive: one task per node at a time, so the first three tasks take
+# the three nodes and the fourth follows one of them on a cleaned tier
 test_expect_success 'a 4-task array of two-step pipelines across the three nodes' '
     gfsemu_reset "$GFS" &&
-    id=$(sbatch_wait alice --array=1-4 --tier-scratch=$P/runs -o $OUT/p-%a.out \
+    id=$(sbatch_wait alice --array=1-4 --exclusive --tier-scratch=$P/runs -o $OUT/p-%a.out \
         "$P/pipe.sh" "$P/runs" "$OUT") &&
     test "$(job_state $id)" = COMPLETED && cat $OUT/p-*.out &&
     for t in 1 2 3 4; do grep -qx verified-$t $OUT/v-$t || exit 1; done &&
-    squeue -h; scontrol show job $id | grep -o "NodeList=n[0-9]" | sort -u >$TRASH/nodes;
-    cat $TRASH/nodes && test "$(wc -l <$TRASH/nodes)" -ge 2
+    scontrol show job $id | grep -o "^ *NodeList=n[0-9]" | sed "s/^ *//" | sort -u >$TRASH/nodes;
+    cat $TRASH/nodes && test "$(cat $TRASH/nodes | tr "\n" " ")" = "NodeList=n1 NodeList=n2 NodeList=n3 "
 '
 test_expect_success 'the GFS directory is unchanged and the emulator counted no write under it' '
     tree_sum "$P/runs" >$TRASH/sum.after && cmp $TRASH/sum.before $TRASH/sum.after &&
