@@ -9,6 +9,8 @@
  *       lock                      flock: one creator/extender at a time
  *       ready                     the job's mounts are made
  *       uid                       the owner (for a restarted agent)
+ *       ended                     the agent learnt from slurmctld that
+ *                                 the job (not in its registry) ended
  *
  * The namespace is made by a forked child (slurmstepd is multithreaded and
  * cannot unshare or setns itself): unshare(CLONE_NEWNS), then

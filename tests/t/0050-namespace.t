@@ -182,6 +182,35 @@ test_expect_success 'the agent reclaims a namespace an epilog could not tear dow
     test ! -e $NV/n3/$id &&
     grep -q "job $id: namespace and tier data reclaimed" $CLUSTER/log/tierd-n3.log
 '
+# the agent dead while jobs end and leave namespaces with a setsid'ed
+# process inside: a job it registered, and one it never knew (an id
+# slurmctld does not know either); restarted, it reclaims both
+agent_pid () { cat "$CLUSTER/state/$1/tierd.pid" 2>/dev/null; }
+test_expect_success 'after a restart the agent reclaims what ended while it was down' '
+    rm -f $TRASH/left &&
+    id=$(as_alice sbatch --parsable -w n3 --tier-cache=auto -o /dev/null --wrap "sleep 3") &&
+    wait_for 30 sh -c "$TIERCTL -N n3 jobs | grep -q \"^$id \"" &&
+    mv $CLUSTER/lib/tierd $CLUSTER/lib/tierd.away &&
+    p=$(agent_pid n3) && kill -9 $p && wait_for 10 sh -c "! kill -0 $p 2>/dev/null" &&
+    wait_for 60 job_done $id && other=4000000 &&
+    for j in $id $other; do
+        $JOBNS create $CLUSTER/run/ns/n3 $j $(id -u alice) &&
+        mkdir -p $NV/n3/$j/0/upper && echo data >$NV/n3/$j/0/upper/f &&
+        (setsid $JOBNS run $CLUSTER/run/ns/n3 $j sleep 1000 </dev/null >/dev/null 2>&1 &) &&
+        wait_for 10 sh -c "$JOBNS pids $CLUSTER/run/ns/n3 $j | grep -q ." &&
+        $JOBNS pids $CLUSTER/run/ns/n3 $j >>$TRASH/left || exit 1
+    done && cat $TRASH/left &&
+    mv $CLUSTER/lib/tierd.away $CLUSTER/lib/tierd &&
+    $CLUSTER/lib/tierd -c $CLUSTER/etc/tier.conf -N n3 &&
+    wait_for 60 sh -c "test ! -e $CLUSTER/run/ns/n3/$id && test ! -e $CLUSTER/run/ns/n3/$other" &&
+    test ! -e $NV/n3/$id && test ! -e $NV/n3/$other &&
+    for q in $(cat $TRASH/left); do
+        wait_for 10 sh -c "! test -e /proc/$q || grep -q \"^State:.*Z\" /proc/$q/status" || exit 1
+    done &&
+    grep "reclaimed" $CLUSTER/log/tierd-n3.log &&
+    grep -q "job $id: namespace and tier data reclaimed$" $CLUSTER/log/tierd-n3.log &&
+    grep -q "job $other: namespace and tier data reclaimed (a job the registry does not know; it ended)" $CLUSTER/log/tierd-n3.log
+'
 test_expect_success 'a requeued job (same id) gets a fresh namespace' '
     id=$(as_alice sbatch --parsable -w n2 --requeue --open-mode=append --tier-scratch=$H/runs -o $OUT/rq.out \
         --wrap "if [ -e $H/runs/marker ]; then echo SEEN; else echo FRESH; fi; touch $H/runs/marker; touch $OUT/rq-\$SLURM_RESTART_COUNT; sleep 4") &&
