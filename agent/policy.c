@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "lib/log.h"
+#include "lib/paths.h"
 #include "lib/state.h"
 #include "policies/files.h"
 #include "policies/policy.h"
@@ -618,9 +619,9 @@ json_t *op_user_ensure (struct agent *a, struct conn *c, json_t *req,
 }
 
 /* The pipeline directories of a job's frozen set (this node's copy), as
- * "DIR[:SIZE],..." for the plugin's scratch mounts, and the sum of their
- * sizes for the node's reservation.  A directory whose name has a ','
- * cannot travel in that list: it is left out, with a log line.
+ * "DIR[:SIZE],..." for the plugin's scratch mounts (each DIR escaped, so
+ * that a ',' or ':' in a name stays in it: tier_list_escape), and the sum
+ * of their sizes for the node's reservation.
  */
 int policy_job_pipeline (struct agent *a, const struct store_job *job,
                          char *out, size_t size, uint64_t *reserve,
@@ -669,19 +670,16 @@ int policy_job_pipeline (struct agent *a, const struct store_job *job,
     }
     for (int i = 0; i < set->n; i++) {
         const struct tier_policy *p = &set->v[i];
-        char item[PATH_MAX + 32];
+        char item[2 * PATH_MAX + 32], esc[2 * PATH_MAX];
         int n;
 
         if (p->role != TIER_POLICY_PIPELINE)
             continue;
-        if (strchr (p->dir, ',')) {
-            tier_log (LOG_WARNING, "job %u: pipeline directory %s has a ',' "
-                      "in its name: not mounted", job->job_id, p->dir);
+        if (tier_list_escape (p->dir, esc, sizeof (esc)) < 0)
             continue;
-        }
-        n = p->size ? snprintf (item, sizeof (item), "%s:%llu", p->dir,
+        n = p->size ? snprintf (item, sizeof (item), "%s:%llu", esc,
                                 (unsigned long long) p->size)
-                    : snprintf (item, sizeof (item), "%s", p->dir);
+                    : snprintf (item, sizeof (item), "%s", esc);
         if (o + n + 2 > size)
             break;
         if (o)

@@ -121,6 +121,20 @@ test_expect_success 'a name with :/root works as scratch; /root is untouched' '
     cat $TRASH/y && grep -qx file $TRASH/y && ! grep -q ROOT-READABLE $TRASH/y &&
     grep -q "lowerdir+=$H/y:/root" $TRASH/y && test ! -e /root/new && test ! -e "$H/y:/root/new"
 '
+X="$H/x,upperdir=/etc"
+test_expect_success 'a name with ,upperdir= works as scratch (escaped as \,); /etc is untouched' '
+    as_user alice mkdir -p "$X" && as_user alice sh -c "echo mine > \"$X/file\"" &&
+    as_alice srun -w n1 --tier-scratch="$H/x\\,upperdir=/etc" sh -c "cat \"$X/file\"; echo new > \"$X/new\"; ls \"$X\"; grep -c \" - overlay \" /proc/self/mountinfo" >$TRASH/x 2>&1;
+    cat $TRASH/x && grep -qx mine $TRASH/x && grep -qx new $TRASH/x && test "$(tail -n 1 $TRASH/x)" = 1 &&
+    test ! -e "$X/new" && test ! -e /etc/new && test ! -e /etc/file
+'
+test_expect_success 'so does a pipeline policy of that name' '
+    as_user alice $TIERCTL -N n1 set policy "$X" pipeline &&
+    as_alice srun -w n1 --tier-cache=auto sh -c "echo p > \"$X/pol\"; cat \"$X/file\"; grep -c \" - overlay \" /proc/self/mountinfo" >$TRASH/xp 2>$TRASH/xp.err;
+    as_user alice $TIERCTL -N n1 unset policy "$X" && cat $TRASH/xp $TRASH/xp.err &&
+    test "$(cat $TRASH/xp)" = "mine
+1" && test ! -e "$X/pol" && test ! -e /etc/pol
+'
 test_expect_success 'a setuid binary in the scratch gains nothing (nosuid)' '
     cp /usr/bin/id "$H/runs/suid-id" && chown root:root "$H/runs/suid-id" && chmod 4755 "$H/runs/suid-id" &&
     as_alice srun -w n1 --tier-scratch=$H/runs sh -c "$H/runs/suid-id -u; grep \" - overlay \" /proc/self/mountinfo" >$TRASH/s &&

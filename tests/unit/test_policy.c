@@ -464,17 +464,22 @@ static void test_options (void **state)
     const struct tier_policy *p;
     tier_error_t error;
     json_t *o = json_loads ("{\"cache\":\"auto\",\"keep\":\"always\","
-                            "\"scratch\":\"/gfs/run:16M,/gfs/run2\","
+                            "\"scratch\":\"/gfs/run:16M,/gfs/run2,"
+                            "/gfs/x\\\\,upperdir=/etc:keep=never\","
                             "\"batch\":\"/gfs/db,/gfs/db2/\","
                             "\"stage_in\":\"/gfs/q%a.fa\","
                             "\"stage_out\":\"/gfs/res,/gfs/out-%a\"}",
                             0, NULL);
 
     assert_int_equal (tier_policy_from_options (set, o, &error), 0);
-    assert_int_equal (set->n, 5);
+    assert_int_equal (set->n, 6);
     assert_non_null (p = tier_policy_find (set, "/gfs/run", TIER_LAYER_JOB));
     assert_true (p->size == 16 << 20 && p->keep == TIER_PKEEP_ALWAYS);
     assert_string_equal (p->source, "--tier-scratch");
+    /* an escaped ',' is part of the name; the item's keep= wins */
+    assert_non_null (p = tier_policy_find (set, "/gfs/x,upperdir=/etc",
+                                           TIER_LAYER_JOB));
+    assert_true (p->keep == TIER_PKEEP_NEVER && (p->set & TIER_PA_KEEP));
     assert_non_null (p = tier_policy_find (set, "/gfs/db2", TIER_LAYER_JOB));
     assert_int_equal (p->role, TIER_POLICY_BATCH);
     assert_non_null (p = tier_policy_find (set, "/gfs/res", TIER_LAYER_JOB));
@@ -484,7 +489,7 @@ static void test_options (void **state)
     o = json_loads ("{\"batch\":\"relative\"}", 0, NULL);
     assert_int_equal (tier_policy_from_options (set, o, &error), -1);
     assert_non_null (strstr (error.text, "--tier-batch"));
-    assert_int_equal (set->n, 5);
+    assert_int_equal (set->n, 6);
     json_decref (o);
     assert_int_equal (tier_policy_from_options (set, NULL, &error), 0);
     tier_policy_set_destroy (set);
