@@ -619,9 +619,11 @@ json_t *op_user_ensure (struct agent *a, struct conn *c, json_t *req,
 }
 
 /* The pipeline directories of a job's frozen set (this node's copy), as
- * "DIR[:SIZE],..." for the plugin's scratch mounts (each DIR escaped, so
- * that a ',' or ':' in a name stays in it: tier_list_escape), and the sum
- * of their sizes for the node's reservation.
+ * "DIR[:SIZE][:keep=WHEN],..." for the plugin's scratch mounts and what
+ * its epilog keeps (each DIR escaped, so that a ',' or ':' in a name
+ * stays in it: tier_list_escape; keep= when the policy sets it -- the
+ * job's --tier-scratch items carry --tier-keep), and the sum of their
+ * sizes for the node's reservation.
  */
 int policy_job_pipeline (struct agent *a, const struct store_job *job,
                          char *out, size_t size, uint64_t *reserve,
@@ -677,9 +679,15 @@ int policy_job_pipeline (struct agent *a, const struct store_job *job,
             continue;
         if (tier_list_escape (p->dir, esc, sizeof (esc)) < 0)
             continue;
-        n = p->size ? snprintf (item, sizeof (item), "%s:%llu", esc,
-                                (unsigned long long) p->size)
-                    : snprintf (item, sizeof (item), "%s", esc);
+        n = snprintf (item, sizeof (item), "%s", esc);
+        if (p->size && n > 0 && n < (int) sizeof (item))
+            n += snprintf (item + n, sizeof (item) - n, ":%llu",
+                           (unsigned long long) p->size);
+        if ((p->set & TIER_PA_KEEP) && n > 0 && n < (int) sizeof (item))
+            n += snprintf (item + n, sizeof (item) - n, ":keep=%s",
+                           tier_policy_keep_name (p->keep));
+        if (n < 0 || n >= (int) sizeof (item))
+            continue;
         if (o + n + 2 > size)
             break;
         if (o)

@@ -51,7 +51,7 @@ static struct spank_option tier_options[] = {
     { "tier-batch", "DIR[,DIR]",
       "Treat DIRs as batch-shared, read-only inputs (BB replica cache)",
       1, OPT_BATCH, opt_cb },
-    { "tier-scratch", "DIR[:SIZE][,...]",
+    { "tier-scratch", "DIR[:SIZE][:keep=W][,...]",
       "Give DIR a private node-local NVDIMM scratch view (pipeline data)",
       1, OPT_SCRATCH, opt_cb },
     { "tier-stage-in", "PATH[,PATH]",
@@ -385,24 +385,23 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
         struct tier_scratch_stats st = { 0 };
         uid_t uid = 0;
         gid_t gid = 0;
-        bool keep = false;
 
+        /* the directories mounted, each with the keep= of its frozen
+         * policy; --tier-keep for those without */
         if (tier_ns_read (conf->namespace_dir, job_id, "scratch", scratch,
                           sizeof (scratch)) == 0 && scratch[0]
             && spank_get_item (sp, S_JOB_UID, &uid) == ESPANK_SUCCESS
             && spank_get_item (sp, S_JOB_GID, &gid) == ESPANK_SUCCESS) {
-            if (tier.opts.keep == TIER_KEEP_ALWAYS)
-                keep = true;
-            else if (tier.opts.keep == TIER_KEEP_ON_FAILURE)
-                keep = tier_job_failed (job_id);
-            if (tier_scratch_finish (conf, job_id, uid, gid, scratch, keep,
-                                     &st, &error) < 0)
+            if (tier_scratch_finish (conf, job_id, uid, gid, scratch,
+                                     tier.opts.keep, tier_job_failed, &st,
+                                     &error) < 0)
                 slurm_error ("tier: epilog of job %u: %s", job_id,
                              error.text);
-            if (keep)
+            if (st.kept_dirs)
                 slurm_info ("tier: job %u: kept %llu files of pipeline data "
-                            "under .tier-kept/%u/%s/", job_id,
-                            (unsigned long long) st.kept_files, job_id,
+                            "of %llu directories under .tier-kept/%u/%s/",
+                            job_id, (unsigned long long) st.kept_files,
+                            (unsigned long long) st.kept_dirs, job_id,
                             conf->node);
         }
         (void) snprintf (body, sizeof (body),

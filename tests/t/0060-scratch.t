@@ -108,7 +108,7 @@ test_expect_success 'keep=on-failure: a failing task'"'"'s data is kept, a succe
     test "$(cat $P/runs/.tier-kept/$t2/$n2/inter-2.txt)" = "intermediate of 2" &&
     test "$(stat -c %U $P/runs/.tier-kept/$t2/$n2/inter-2.txt)" = alice &&
     test ! -e "$P/runs/.tier-kept/$t1" && test ! -e "$P/runs/inter-2.txt" &&
-    grep -q "tier: --tier-keep=on-failure: the pipeline data of $P/runs is kept in $P/runs/.tier-kept/$t2/NODE/" $OUT/k-2.err &&
+    grep -q "tier: keep=on-failure: the pipeline data of $P/runs is kept in $P/runs/.tier-kept/$t2/NODE/" $OUT/k-2.err &&
     ! grep -q "tier-kept" $OUT/k-1.err
 '
 test_expect_success 'keep=always keeps a succeeding job'"'"'s data, never replacing GFS files' '
