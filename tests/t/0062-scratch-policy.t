@@ -61,4 +61,18 @@ test_expect_success '--tier-keep decides for the job'"'"'s own scratch, and wher
         --wrap "echo r > $H/runs/r") &&
     test "$(cat $H/runs/.tier-kept/$id/n1/r)" = r && test ! -e $H/runs/r
 '
+test_expect_success 'a job on two nodes is warned once that its policy directories are per node' '
+    id=$(sbatch_wait alice -N2 --tier-cache=auto -o $H/out/two.out -e $H/out/two.err \
+        --wrap "srun -N2 true; srun -N2 true") &&
+    cat $H/out/two.err &&
+    test "$(grep -c "tier: warning: the pipeline directories of your policies (.*$H/runs.*) give each of the 2 nodes of this job its own private view" $H/out/two.err)" = 1 &&
+    ! grep -q "private view" $H/out/ok.err
+'
+test_expect_success 'its own --tier-scratch directories are not named again (sbatch warned)' '
+    id=$(sbatch_wait alice -N2 --tier-cache=auto --tier-scratch=$H/runs -o /dev/null -e $H/out/two2.err \
+        --wrap "srun -N2 true") &&
+    cat $H/out/two2.err &&
+    test "$(grep -c "pipeline directories of your policies" $H/out/two2.err)" = 1 &&
+    grep -q "policies (.*$H/kalways" $H/out/two2.err && ! grep -q "$H/runs" $H/out/two2.err
+'
 test_done
