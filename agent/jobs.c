@@ -6,15 +6,18 @@
  * are looked up in slurmctld, one RPC per job, from a thread so that the
  * agent serves requests meanwhile.  A job slurmctld no longer knows, or
  * knows as finished, is marked "reconciled"; its tiers are reclaimed by
- * the code of each tier.
+ * the code of each tier.  Namespaces of jobs the registry does not know
+ * at all are looked up the same way (jobs_reclaim).
  */
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +29,19 @@
 #include "lib/jobns.h"
 #include "lib/log.h"
 #include "agent.h"
+
+/* slurm_init once, for the lookups of either kind */
+static void slurm_ready (struct agent *a)
+{
+    static bool done;
+
+    if (done)
+        return;
+    if (a->conf->slurm_conf[0])
+        setenv ("SLURM_CONF", a->conf->slurm_conf, 1);
+    slurm_init (NULL);
+    done = true;
+}
 
 struct running {
     uint32_t *ids;
@@ -138,9 +154,7 @@ int jobs_reconcile_start (struct agent *a)
         goto fail;
     if ((rc->efd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
         goto fail;
-    if (a->conf->slurm_conf[0])
-        setenv ("SLURM_CONF", a->conf->slurm_conf, 1);
-    slurm_init (NULL);
+    slurm_ready (a);
     if (pthread_create (&rc->thread, NULL, recon_thread, rc) != 0)
         goto fail;
     tier_log (LOG_INFO, "reconciling %d job(s) with slurmctld", rc->r.n);
@@ -180,35 +194,110 @@ int jobs_reconcile_finish (struct agent *a)
     return n;
 }
 
+/* Namespaces the registry does not know (the job never registered on
+ * this node -- its prolog made the namespace, its steps never reached
+ * the agent -- or the registry was lost): whether the job has ended is
+ * slurmctld's to say, asked from a detached thread (one at a time, at
+ * most every ORPHAN_CHECK_MS), which marks the ended ones "ended" in
+ * their directory.  A job slurmctld still runs is left alone: its prolog
+ * may have made the namespace before its first step registered.
+ */
+#define ORPHAN_CHECK_MS 30000
+#define ORPHANS_MAX 4096
+
+struct orphans {
+    char base[PATH_MAX];
+    int n;
+    uint32_t ids[ORPHANS_MAX];
+};
+
+static atomic_bool orphans_busy;
+
+static void *orphans_thread (void *arg)
+{
+    struct orphans *o = arg;
+
+    for (int i = 0; i < o->n; i++)
+        if (job_ended (o->ids[i]) == 1)
+            (void) tier_ns_mark (o->base, o->ids[i], "ended");
+    free (o);
+    atomic_store (&orphans_busy, false);
+    return NULL;
+}
+
+static void orphans_check (struct agent *a, const uint32_t *ids, int n)
+{
+    static int64_t last_ms;
+    int64_t now = agent_now_ms ();
+    struct orphans *o;
+    pthread_attr_t attr;
+    pthread_t t;
+
+    if (n == 0 || a->recon || (last_ms && now - last_ms < ORPHAN_CHECK_MS)
+        || atomic_exchange (&orphans_busy, true))
+        return;
+    last_ms = now;
+    if (!(o = calloc (1, sizeof (*o)))) {
+        atomic_store (&orphans_busy, false);
+        return;
+    }
+    (void) snprintf (o->base, sizeof (o->base), "%s",
+                     a->conf->namespace_dir);
+    o->n = n < ORPHANS_MAX ? n : ORPHANS_MAX;
+    memcpy (o->ids, ids, (size_t) o->n * sizeof (*ids));
+    slurm_ready (a);
+    tier_log (LOG_INFO, "asking slurmctld about %d namespace(s) of jobs "
+              "the registry does not know", o->n);
+    if (pthread_attr_init (&attr) != 0
+        || pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED) != 0
+        || pthread_create (&t, &attr, orphans_thread, o) != 0) {
+        free (o);
+        atomic_store (&orphans_busy, false);
+    }
+    (void) pthread_attr_destroy (&attr);
+}
+
 /* Namespaces and tier data of jobs that ended but could not be torn down
  * by their epilog (something was still inside, or the epilog never ran):
  * retried from the agent's timer, and after a restart.  Only jobs the
- * registry knows as ended are touched.
+ * registry knows as ended, or slurmctld said had ended, are touched.
  */
 int jobs_reclaim (struct agent *a)
 {
-    static uint32_t ids[4096];
-    int n = tier_ns_list (a->conf->namespace_dir, ids, 4096), done = 0;
+    static uint32_t ids[ORPHANS_MAX], orphans[ORPHANS_MAX];
+    int n = tier_ns_list (a->conf->namespace_dir, ids, ORPHANS_MAX);
+    int done = 0, norphans = 0;
 
     for (int i = 0; i < n; i++) {
         struct store_job j;
         tier_error_t error;
+        bool known = true;
         int rc;
 
-        if (store_job_latest (a->store, ids[i], &j, &error) < 0
-            || j.state == STORE_JOB_RUNNING)
+        if (store_job_latest (a->store, ids[i], &j, &error) < 0) {
+            if (errno != ENOENT)
+                continue;
+            if (!tier_ns_marked (a->conf->namespace_dir, ids[i], "ended")) {
+                orphans[norphans++] = ids[i];
+                continue;
+            }
+            known = false;
+        }
+        else if (j.state == STORE_JOB_RUNNING)
             continue;
         rc = tier_job_reclaim (a->conf->namespace_dir, a->conf->nvdimm_dir,
                                ids[i], &error);
         if (rc == 0) {
             tier_log (LOG_NOTICE, "job %u: namespace and tier data "
-                      "reclaimed", ids[i]);
+                      "reclaimed%s", ids[i], known ? ""
+                      : " (a job the registry does not know; it ended)");
             done++;
         }
         else
             tier_log (rc > 0 ? LOG_DEBUG : LOG_ERR, "job %u: %s", ids[i],
                       error.text);
     }
+    orphans_check (a, orphans, norphans);
     return done;
 }
 

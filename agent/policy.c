@@ -619,9 +619,11 @@ json_t *op_user_ensure (struct agent *a, struct conn *c, json_t *req,
 }
 
 /* The pipeline directories of a job's frozen set (this node's copy), as
- * "DIR[:SIZE],..." for the plugin's scratch mounts, and the sum of their
- * sizes for the node's reservation.  A directory whose name has a ','
- * cannot travel in that list: it is left out, with a log line.
+ * "DIR[:SIZE][:keep=WHEN],..." for the plugin's scratch mounts and what
+ * its epilog keeps (each DIR escaped, so that a ',' or ':' in a name
+ * stays in it: tier_list_escape; keep= when the policy sets it -- the
+ * job's --tier-scratch items carry --tier-keep), and the sum of their
+ * sizes for the node's reservation.
  */
 int policy_job_pipeline (struct agent *a, const struct store_job *job,
                          char *out, size_t size, uint64_t *reserve,
@@ -670,19 +672,22 @@ int policy_job_pipeline (struct agent *a, const struct store_job *job,
     }
     for (int i = 0; i < set->n; i++) {
         const struct tier_policy *p = &set->v[i];
-        char item[PATH_MAX + 32];
+        char item[2 * PATH_MAX + 32], esc[2 * PATH_MAX];
         int n;
 
         if (p->role != TIER_POLICY_PIPELINE)
             continue;
-        if (strchr (p->dir, ',')) {
-            tier_log (LOG_WARNING, "job %u: pipeline directory %s has a ',' "
-                      "in its name: not mounted", job->job_id, p->dir);
+        if (tier_list_escape (p->dir, esc, sizeof (esc)) < 0)
             continue;
-        }
-        n = p->size ? snprintf (item, sizeof (item), "%s:%llu", p->dir,
-                                (unsigned long long) p->size)
-                    : snprintf (item, sizeof (item), "%s", p->dir);
+        n = snprintf (item, sizeof (item), "%s", esc);
+        if (p->size && n > 0 && n < (int) sizeof (item))
+            n += snprintf (item + n, sizeof (item) - n, ":%llu",
+                           (unsigned long long) p->size);
+        if ((p->set & TIER_PA_KEEP) && n > 0 && n < (int) sizeof (item))
+            n += snprintf (item + n, sizeof (item) - n, ":keep=%s",
+                           tier_policy_keep_name (p->keep));
+        if (n < 0 || n >= (int) sizeof (item))
+            continue;
         if (o + n + 2 > size)
             break;
         if (o)

@@ -305,13 +305,14 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
     size_t got = 0;
     int64_t t0 = now_ms ();
     bool ok = false;
+    tier_error_t error;
     pid_t pid;
     int status;
 
     (void) setpgid (0, 0);
     write_status (conf, r->job_id, "copying", 0, 0, 0, 0, 0, NULL);
-    if ((rootfd = open (conf->nvdimm_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                        | O_CLOEXEC)) < 0) {
+    if ((rootfd = tier_root_open (conf->nvdimm_dir, &error)) < 0) {
+        tier_log (LOG_ERR, "job %u: stage-in: %s", r->job_id, error.text);
         write_status (conf, r->job_id, "failed", 0, 0, 0, 0, 0,
                       "the node's NVDIMM tier is not available");
         _exit (1);

@@ -20,38 +20,27 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "lib/jobns.h"
 #include "lib/log.h"
 #include "agent.h"
 
 #define TMPFS_MAGIC_ 0x01021994
 
-static int tier_root (const char *path)
+/* A tier root, made or checked (tier_root_open), then let go. */
+static int tier_root (const char *path, tier_error_t *error)
 {
-    char tmp[4096];
-    struct stat st;
+    int fd = tier_root_open (path, error);
 
-    (void) snprintf (tmp, sizeof (tmp), "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            (void) mkdir (tmp, 0755);
-            *p = '/';
-        }
-    }
-    if (mkdir (path, 0700) < 0 && errno != EEXIST)
+    if (fd < 0)
         return -1;
-    if (lstat (path, &st) < 0)
-        return -1;
-    if (!S_ISDIR (st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
-        errno = EPERM;
-        return -1;
-    }
+    close (fd);
     return 0;
 }
 
 void tiers_init (struct agent *a)
 {
     const char *nv = a->conf->nvdimm_dir;
+    tier_error_t error;
     char probe[4200];
     struct statfs sf;
     size_t len = 0;
@@ -60,9 +49,8 @@ void tiers_init (struct agent *a)
 
     a->nvdimm_ok = false;
     if (nv[0]) {
-        if (tier_root (nv) < 0)
-            tier_log_error ("NvdimmDir %s (must be a root-owned directory "
-                            "with mode 0700)", nv);
+        if (tier_root (nv, &error) < 0)
+            tier_log (LOG_ERR, "NvdimmDir: %s", error.text);
         else {
             a->nvdimm_ok = true;
             (void) snprintf (probe, sizeof (probe), "%s/.tier-pmem-probe", nv);

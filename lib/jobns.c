@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <linux/mount.h>
 
+#include "paths.h"
 #include "jobns.h"
 
 #ifndef NSFS_MAGIC
@@ -143,6 +144,84 @@ static int check_root_dir (const char *path, tier_error_t *error)
                                "someone else's directory is refused)", path);
     }
     return 0;
+}
+
+/* May a directory be a parent of a tier root?  Root's, a real directory,
+ * and nobody else may rename entries in it: not writable by group or
+ * others, or sticky (/dev/shm, /tmp: others may add names, never move
+ * root's; a name someone else added is refused one level down).
+ */
+static bool safe_parent (const struct stat *st)
+{
+    return S_ISDIR (st->st_mode) && st->st_uid == 0
+           && (!(st->st_mode & (S_IWGRP | S_IWOTH))
+               || (st->st_mode & S_ISVTX));
+}
+
+int tier_root_open (const char *path, tier_error_t *error)
+{
+    char tmp[PATH_MAX], *name, *next;
+    struct stat st;
+    int dfd, fd;
+
+    if (path[0] != '/' || tier_path_has_dotdot (path)
+        || snprintf (tmp, sizeof (tmp), "%s", path) >= (int) sizeof (tmp)) {
+        errno = EINVAL;
+        return tier_errprintf (error, "tier root %s: not an absolute path "
+                               "without '..'", path);
+    }
+    if ((dfd = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return tier_errprintf (error, "/: %s", strerror (errno));
+    for (name = tmp + 1; name; name = next) {
+        bool last;
+
+        if ((next = strchr (name, '/')))
+            *next++ = '\0';
+        while (next && *next == '/')
+            next++;
+        last = !next || !*next;
+        if (!*name || !strcmp (name, ".")) {
+            if (last)
+                break;
+            continue;
+        }
+        if (fstat (dfd, &st) < 0 || !safe_parent (&st)) {
+            close (dfd);
+            errno = EPERM;
+            return tier_errprintf (error, "tier root %s: a parent directory "
+                                   "is not root's, or others may rename "
+                                   "entries in it (refused)", path);
+        }
+        if (mkdirat (dfd, name, last ? 0700 : 0755) < 0 && errno != EEXIST) {
+            tier_errprintf (error, "tier root %s: mkdir %s: %s", path, name,
+                            strerror (errno));
+            close (dfd);
+            return -1;
+        }
+        fd = openat (dfd, name, (last ? O_RDONLY : O_PATH) | O_DIRECTORY
+                     | O_NOFOLLOW | O_CLOEXEC);
+        close (dfd);
+        if (fd < 0) {
+            int e = errno;
+            errno = e == ELOOP || e == ENOTDIR ? EPERM : e;
+            return tier_errprintf (error, "tier root %s: %s%s", path,
+                                   e == ELOOP || e == ENOTDIR
+                                   ? "a symlink or not a directory: " : "",
+                                   e == ELOOP || e == ENOTDIR
+                                   ? "refused" : strerror (e));
+        }
+        dfd = fd;
+        if (last)
+            break;
+    }
+    if (fstat (dfd, &st) < 0 || !S_ISDIR (st.st_mode) || st.st_uid != 0
+        || (st.st_mode & 077)) {
+        close (dfd);
+        errno = EPERM;
+        return tier_errprintf (error, "tier root %s must be a root-owned "
+                               "directory with mode 0700 (refused)", path);
+    }
+    return dfd;
 }
 
 int tier_ns_base_prepare (const char *base, tier_error_t *error)
@@ -701,6 +780,39 @@ int tier_ovl_mount (int lowerfd, int upperfd, int workfd, int targetfd,
 out:
     close (fs);
     return rc;
+}
+
+int tier_ovl_dirs (int dirfd, int *upperfd, int *workfd, tier_error_t *error)
+{
+    static const char *names[] = { "work", "upper" };
+    int fds[2] = { -1, -1 };
+
+    for (int i = 0; i < 2; i++) {
+        if (mkdirat (dirfd, names[i], 0700) < 0) {
+            int e = errno;
+            if (fds[0] >= 0)
+                close (fds[0]);
+            errno = e;
+            if (e == EEXIST)
+                return tier_errprintf (error, "%s exists already (left by "
+                                       "an earlier mount?): refused, never "
+                                       "two overlays on one upper layer",
+                                       names[i]);
+            return tier_errprintf (error, "mkdir %s: %s", names[i],
+                                   strerror (e));
+        }
+        if ((fds[i] = openat (dirfd, names[i], O_RDONLY | O_DIRECTORY
+                              | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+            int e = errno;
+            if (fds[0] >= 0)
+                close (fds[0]);
+            errno = e;
+            return tier_errprintf (error, "%s: %s", names[i], strerror (e));
+        }
+    }
+    *workfd = fds[0];
+    *upperfd = fds[1];
+    return 0;
 }
 
 int tier_bind_ro (int srcfd, int targetfd, tier_error_t *error)

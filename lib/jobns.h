@@ -9,6 +9,8 @@
  *       lock                      flock: one creator/extender at a time
  *       ready                     the job's mounts are made
  *       uid                       the owner (for a restarted agent)
+ *       ended                     the agent learnt from slurmctld that
+ *                                 the job (not in its registry) ended
  *
  * The namespace is made by a forked child (slurmstepd is multithreaded and
  * cannot unshare or setns itself): unshare(CLONE_NEWNS), then
@@ -28,6 +30,16 @@
 #include "error.h"
 
 #define TIER_NS_PIDS_MAX 4096
+
+/* Open a tier root (NvdimmDir, BBDir), creating it root 0700 (and its
+ * missing parents 0755) if needed: every parent must be a root-owned
+ * directory that others cannot rename entries in (not group- or
+ * other-writable, or sticky like /dev/shm), no component may be a
+ * symlink, and the root itself must be root's with mode 0700 -- a root
+ * someone else made is refused (it may sit under /dev/shm).  Walks with
+ * descriptors; returns an O_RDONLY|O_DIRECTORY descriptor, or -1.
+ */
+int tier_root_open (const char *path, tier_error_t *error);
 
 /* Make base (created 0700 if missing, root-owned, not a symlink) a
  * private bind mount of itself, once.  Returns 0 or -1.
@@ -118,6 +130,15 @@ int tier_rmtree_at (int dirfd, const char *name, tier_error_t *error);
  */
 int tier_ovl_mount (int lowerfd, int upperfd, int workfd, int targetfd,
                     tier_error_t *error);
+
+/* Make the upper and work directories of one overlay beneath dirfd,
+ * root 0700, and open them.  Both must be new: one that exists already
+ * (a leftover of an earlier mount on a tier that is not a fresh tmpfs)
+ * is refused with EEXIST, so that two overlays never share an upper
+ * layer.  Returns 0 with both descriptors, or -1.
+ */
+int tier_ovl_dirs (int dirfd, int *upperfd, int *workfd,
+                   tier_error_t *error);
 
 /* A tmpfs of size bytes (0: no limit), root 0700, nosuid,nodev, on top
  * of targetfd: a job's reservation on a DRAM-emulated NVDIMM tier, so

@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "units.h"
 #include "paths.h"
 
 int tier_path_normalize (const char *in, char *out, size_t size)
@@ -212,4 +213,121 @@ int tier_path_open_beneath (int rootfd, const char *rel, int flags,
         return (int) fd;
 #endif
     return open_beneath_walk (rootfd, rel, flags, mode);
+}
+
+const char *tier_list_next (const char *list, char *item, size_t size)
+{
+    const char *p = list;
+    size_t len;
+
+    if (!list || !*list || size == 0)
+        return NULL;
+    while (*p && *p != ',') {
+        if (p[0] == '\\' && p[1])
+            p++;
+        p++;
+    }
+    len = (size_t) (p - list);
+    if (len >= size)
+        len = size - 1;                 /* callers check lengths first */
+    memcpy (item, list, len);
+    item[len] = '\0';
+    return *p ? p + 1 : p;
+}
+
+int tier_list_escape (const char *in, char *out, size_t size)
+{
+    size_t o = 0;
+
+    for (const char *p = in; *p; p++) {
+        if (strchr ("\\,:", *p)) {
+            if (o + 1 >= size)
+                goto toolong;
+            out[o++] = '\\';
+        }
+        if (o + 1 >= size)
+            goto toolong;
+        out[o++] = *p;
+    }
+    if (size == 0)
+        goto toolong;
+    out[o] = '\0';
+    return 0;
+toolong:
+    errno = ENAMETOOLONG;
+    return -1;
+}
+
+/* The last ':' of s[0..len) that no '\' escapes, or NULL. */
+static const char *last_colon (const char *s, size_t len)
+{
+    const char *last = NULL;
+
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '\\' && i + 1 < len)
+            i++;
+        else if (s[i] == ':')
+            last = s + i;
+    }
+    return last;
+}
+
+int tier_item_split (const char *item, char *dir, size_t dirsize,
+                     uint64_t *size, char *keep, size_t keepsize)
+{
+    static const char *whens[] = { "never", "on-failure", "always" };
+    size_t len = strlen (item), o = 0;
+    const char *c;
+    uint64_t v = 0;
+
+    *size = 0;
+    if (keep && keepsize)
+        keep[0] = '\0';
+    if ((c = last_colon (item, len)) && !strncmp (c + 1, "keep=", 5)) {
+        const char *w = c + 6;
+        size_t wl = len - (size_t) (w - item), i;
+
+        for (i = 0; i < sizeof (whens) / sizeof (whens[0]); i++)
+            if (strlen (whens[i]) == wl && !strncmp (w, whens[i], wl))
+                break;
+        if (i == sizeof (whens) / sizeof (whens[0])) {
+            errno = EINVAL;
+            return -1;
+        }
+        if (keep && keepsize)
+            (void) snprintf (keep, keepsize, "%s", whens[i]);
+        len = (size_t) (c - item);
+    }
+    if ((c = last_colon (item, len)) && c + 1 < item + len) {
+        char num[32];
+        size_t n = len - (size_t) (c + 1 - item);
+        if (n < sizeof (num)) {
+            memcpy (num, c + 1, n);
+            num[n] = '\0';
+            if (tier_size_parse (num, &v) == 0) {
+                if (v == 0) {
+                    errno = ERANGE;
+                    return -1;
+                }
+                len = (size_t) (c - item);
+            }
+        }
+    }
+    for (size_t i = 0; i < len; i++) {
+        char ch = item[i];
+        if (ch == '\\' && i + 1 < len && strchr ("\\,:", item[i + 1]))
+            ch = item[++i];
+        if (o + 1 >= dirsize) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        dir[o++] = ch;
+    }
+    if (dirsize == 0) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    dir[o] = '\0';
+    *size = v;
+    return 0;
 }

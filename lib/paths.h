@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Normalise an absolute path lexically: collapse "//", drop "." and
  * trailing "/", resolve ".." against the previous component ("/.." is
@@ -46,5 +47,32 @@ enum {
  */
 int tier_path_open_beneath (int rootfd, const char *rel, int flags,
                             int mode, int bflags);
+
+/* Lists of directories (the --tier-* options, the agent's list of a
+ * job's pipeline directories) are separated by ','.  In an item, '\'
+ * escapes the next character, so that any name can be listed:
+ * "\\" "\," "\:" stand for '\' ',' ':'; a '\' before any other
+ * character is itself.
+ */
+
+/* Copy the next item of list (escapes kept) into item; returns a pointer
+ * past it, or NULL at the end.
+ */
+const char *tier_list_next (const char *list, char *item, size_t size);
+
+/* Escape '\', ',' and ':' in a name for such a list.  Returns 0, or -1
+ * with ENAMETOOLONG.
+ */
+int tier_list_escape (const char *in, char *out, size_t size);
+
+/* Split a scratch item "DIR[:SIZE][:keep=WHEN]": the directory with its
+ * escapes undone, SIZE in bytes (0 when not given; a ':' that no size
+ * follows is part of the name, as in "/gfs/y:/root"), and WHEN (never,
+ * on-failure, always; "" when not given) into keep when not NULL.
+ * Returns 0, or -1 with errno: EINVAL (an unknown WHEN), ERANGE (a zero
+ * size), ENAMETOOLONG.
+ */
+int tier_item_split (const char *item, char *dir, size_t dirsize,
+                     uint64_t *size, char *keep, size_t keepsize);
 
 #endif /* !TIER_PATHS_H */

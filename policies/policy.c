@@ -936,33 +936,44 @@ out:
 
 /* The job layer */
 
+/* The items of one --tier-* list ("DIR[,DIR]"; '\' escapes, and for
+ * --tier-scratch "DIR[:SIZE][:keep=WHEN]", see tier_item_split).  An
+ * item's own keep= wins over --tier-keep.
+ */
 static int add_items (struct tier_policy_set *set, const char *list,
                       enum tier_policy_role role, const char *option,
                       int keep, tier_error_t *error)
 {
     const char *p = list;
+    char raw[PATH_MAX + 64];
 
-    while (p && *p) {
-        const char *end = strchr (p, ',');
-        size_t len = end ? (size_t) (end - p) : strlen (p);
-        char item[PATH_MAX];
+    while ((p = tier_list_next (p, raw, sizeof (raw)))) {
+        char item[PATH_MAX], when[16] = "";
         struct tier_policy pol;
         uint64_t size = 0;
-        int rc;
+        int rc, k = keep;
 
-        if (len == 0 || len >= sizeof (item)) {
+        if (!raw[0] || strlen (raw) >= PATH_MAX) {
             errno = EINVAL;
             return tier_errprintf (error, "%s: an empty or too long item",
                                    option);
         }
-        memcpy (item, p, len);
-        item[len] = '\0';
-        p = end ? end + 1 : p + len;
         if (role == TIER_POLICY_PIPELINE) {
-            char *colon = strrchr (item, ':');
-            if (colon && colon[1] && tier_size_parse (colon + 1, &size) == 0)
-                *colon = '\0';
+            if (tier_item_split (raw, item, sizeof (item), &size, when,
+                                 sizeof (when)) < 0) {
+                int e = errno;
+                errno = EINVAL;
+                return tier_errprintf (error, "%s: '%s': %s", option, raw,
+                                       e == ERANGE ? "a zero size"
+                                       : e == EINVAL ? "keep= is not one "
+                                       "of never, on-failure, always"
+                                       : "too long");
+            }
+            if (when[0])
+                k = enum_parse (keep_names, when);
         }
+        else
+            (void) snprintf (item, sizeof (item), "%s", raw);
         if (strchr (item, '%'))
             continue;                   /* per task: not a directory policy */
         if (tier_policy_init (&pol, item, role, TIER_LAYER_JOB, option,
@@ -972,8 +983,8 @@ static int add_items (struct tier_policy_set *set, const char *list,
             pol.size = size;
             pol.set |= TIER_PA_SIZE;
         }
-        if (keep >= 0 && role == TIER_POLICY_PIPELINE) {
-            pol.keep = keep;
+        if (k >= 0 && role == TIER_POLICY_PIPELINE) {
+            pol.keep = k;
             pol.set |= TIER_PA_KEEP;
         }
         rc = tier_policy_add (set, &pol, error);

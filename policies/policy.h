@@ -198,9 +198,10 @@ int tier_policy_set_from_json (struct tier_policy_set *set, json_t *array,
                                const char *name, tier_error_t *error);
 
 /* The job layer from the job's options as the registry records them (a
- * JSON object with batch, scratch and stage_out lists: DIR[,DIR],
- * scratch items DIR[:SIZE]; keep applies to the job's scratch).  Items
- * with filename patterns (%) are per task and not part of the set.
+ * JSON object with batch, scratch and stage_out lists: DIR[,DIR], '\'
+ * escaping; scratch items DIR[:SIZE][:keep=WHEN]; keep applies to the
+ * job's scratch items that give none).  Items with filename patterns (%)
+ * are per task and not part of the set.
  */
 int tier_policy_from_options (struct tier_policy_set *set, json_t *options,
                               tier_error_t *error);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Copyright 2026 the tier developers */
 /* keep.c - at job end: count what the job left in its scratch, and keep it
- * on the GFS when --tier-keep says so.
+ * on the GFS when its keep says so (the directory's policy, or
+ * --tier-keep).
  *
  * Runs in the epilog after the processes left in the job's namespace are
  * killed and before the namespace goes.  For each scratch directory a
@@ -26,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <slurm/spank.h>
 
 #include "lib/copy.h"
 #include "lib/jobns.h"
@@ -171,15 +173,51 @@ report:
     _exit (e.text[0] ? 1 : 0);
 }
 
+bool tier_keep_item (enum tier_keep item, enum tier_keep dflt, int failed,
+                     bool *ask)
+{
+    enum tier_keep k = item != TIER_KEEP_UNSET ? item : dflt;
+
+    *ask = false;
+    if (k == TIER_KEEP_ALWAYS)
+        return true;
+    if (k != TIER_KEEP_ON_FAILURE)
+        return false;
+    if (failed < 0)
+        *ask = true;
+    return failed > 0;
+}
+
+void tier_keep_announce (const char *scratch, enum tier_keep dflt,
+                         bool failed, uint32_t job_id)
+{
+    char item[PATH_MAX + 64], dir[PATH_MAX + 64];
+    const char *p = scratch;
+    enum tier_keep k;
+    uint64_t size;
+    tier_error_t e;
+    bool ask;
+
+    while ((p = tier_opt_next_item (p, item, sizeof (item))))
+        if (tier_opt_split_item (item, dir, sizeof (dir), &size, &k, &e) == 0
+            && tier_keep_item (k, dflt, failed, &ask))
+            slurm_spank_log ("tier: keep=%s: the pipeline data of %s is "
+                             "kept in %s/.tier-kept/%u/NODE/ for each node "
+                             "of the job", tier_opt_keep_name
+                             (k != TIER_KEEP_UNSET ? k : dflt), dir, dir,
+                             job_id);
+}
+
 int tier_scratch_finish (const struct tier_conf *conf, uint32_t job_id,
-                         uid_t uid, gid_t gid, const char *scratch, bool keep,
+                         uid_t uid, gid_t gid, const char *scratch,
+                         enum tier_keep dflt, bool (*failed) (uint32_t),
                          struct tier_scratch_stats *st, tier_error_t *error)
 {
     struct mount_ctx m = { .conf = conf, .job_id = job_id,
                            .scratch = scratch };
     char item[PATH_MAX + 64];
     const char *p = scratch;
-    int k = 0, rc = 0;
+    int k = 0, rc = 0, job_failed = -1;
 
     memset (st, 0, sizeof (*st));
     if (!scratch || !*scratch || !tier_ns_exists (conf->namespace_dir,
@@ -192,15 +230,23 @@ int tier_scratch_finish (const struct tier_conf *conf, uint32_t job_id,
     while ((p = tier_opt_next_item (p, item, sizeof (item)))) {
         char dir[PATH_MAX + 64];
         struct child_report r;
+        enum tier_keep ik;
         uint64_t size;
         tier_error_t e;
         int pfd[2], status;
         ssize_t n;
         pid_t pid;
+        bool keep, ask;
 
-        if (tier_opt_split_size (item, dir, sizeof (dir), &size, &e) < 0) {
+        if (tier_opt_split_item (item, dir, sizeof (dir), &size, &ik,
+                                 &e) < 0) {
             k++;
             continue;
+        }
+        keep = tier_keep_item (ik, dflt, job_failed, &ask);
+        if (ask) {
+            job_failed = failed && failed (job_id) ? 1 : 0;
+            keep = tier_keep_item (ik, dflt, job_failed, &ask);
         }
         if (pipe2 (pfd, O_CLOEXEC) < 0)
             return tier_errprintf (error, "pipe: %s", strerror (errno));
@@ -223,6 +269,7 @@ int tier_scratch_finish (const struct tier_conf *conf, uint32_t job_id,
             st->files += r.st.files;
             st->bytes += r.st.bytes;
             st->copyups += r.st.copyups;
+            st->kept_dirs += keep && r.st.kept_files ? 1 : 0;
             st->kept_files += r.st.kept_files;
             st->kept_bytes += r.st.kept_bytes;
             if (r.error[0]) {

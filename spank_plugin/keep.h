@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Copyright 2026 the tier developers */
-/* keep.h - scratch at job end: statistics and --tier-keep */
+/* keep.h - scratch at job end: statistics, and keeping its data */
 #ifndef TIER_SPANK_KEEP_H
 #define TIER_SPANK_KEEP_H
 
@@ -11,21 +11,41 @@
 #include "lib/conf.h"
 #include "lib/error.h"
 #include "ns.h"
+#include "opts.h"
 
 struct tier_scratch_stats {
     uint64_t files;             /* regular files in the upper layers */
     uint64_t bytes;             /* their bytes: GFS writes avoided */
     uint64_t copyups;           /* of them, copied up from the GFS */
+    uint64_t kept_dirs;         /* scratch directories kept */
     uint64_t kept_files;        /* copied to DIR/.tier-kept/ */
     uint64_t kept_bytes;
 };
 
 /* Kill what is left in the job's namespace, count each scratch upper
- * layer, and with keep copy it to DIR/.tier-kept/JOBID/NODE/.  Returns 0,
- * or -1 with error (the statistics gathered are still filled in).
+ * layer, and copy it to DIR/.tier-kept/JOBID/NODE/ when its keep says so:
+ * the item's own keep= (a policy's, or the one --tier-keep gave the
+ * job's own items through the frozen set), else dflt (--tier-keep).
+ * failed (asked at most once) tells whether the job failed, for
+ * on-failure.  Returns 0, or -1 with error (the statistics gathered are
+ * still filled in).
  */
 int tier_scratch_finish (const struct tier_conf *conf, uint32_t job_id,
-                         uid_t uid, gid_t gid, const char *scratch, bool keep,
+                         uid_t uid, gid_t gid, const char *scratch,
+                         enum tier_keep dflt, bool (*failed) (uint32_t),
                          struct tier_scratch_stats *st, tier_error_t *error);
+
+/* What keep means for one scratch item: true if its data is kept, given
+ * dflt and whether the job failed (failed < 0: not known yet, then
+ * *ask is set when it would decide).
+ */
+bool tier_keep_item (enum tier_keep item, enum tier_keep dflt, int failed,
+                     bool *ask);
+
+/* On the batch step's stderr: where each kept directory's pipeline data
+ * will be, given the batch script's status.
+ */
+void tier_keep_announce (const char *scratch, enum tier_keep dflt,
+                         bool failed, uint32_t job_id);
 
 #endif /* !TIER_SPANK_KEEP_H */

@@ -63,33 +63,6 @@ void tier_as_root (void)
     (void) syscall (SYS_setgroups, 0, NULL);
 }
 
-/* A tier root (e.g. NvdimmDir): created root 0700 if missing, refused if
- * someone else made it or it is a symlink (it may sit under /dev/shm).
- */
-static int tier_root (const char *path, tier_error_t *error)
-{
-    char tmp[PATH_MAX];
-    struct stat st;
-
-    (void) snprintf (tmp, sizeof (tmp), "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            (void) mkdir (tmp, 0755);
-            *p = '/';
-        }
-    }
-    if (mkdir (path, 0700) < 0 && errno != EEXIST)
-        return tier_errprintf (error, "%s: %s", path, strerror (errno));
-    if (lstat (path, &st) < 0 || !S_ISDIR (st.st_mode) || st.st_uid != 0
-        || (st.st_mode & 077)) {
-        errno = EPERM;
-        return tier_errprintf (error, "tier root %s must be a root-owned "
-                               "directory with mode 0700 (refused)", path);
-    }
-    return open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-}
-
 static int subdir (int dirfd, const char *name, mode_t mode,
                    tier_error_t *error)
 {
@@ -243,7 +216,7 @@ static int mount_scratch (const struct mount_ctx *m, int k, const char *dir,
         tier_errprintf (error, "%s: %s", dir, strerror (errno));
         goto out;
     }
-    if ((rootfd = tier_root (m->conf->nvdimm_dir, error)) < 0)
+    if ((rootfd = tier_root_open (m->conf->nvdimm_dir, error)) < 0)
         goto out;
     (void) snprintf (name, sizeof (name), "%u", m->job_id);
     if ((jobfd = subdir (rootfd, name, 0700, error)) < 0)
@@ -261,9 +234,13 @@ static int mount_scratch (const struct mount_ctx *m, int k, const char *dir,
         if ((kfd = subdir (jobfd, name, 0700, error)) < 0)
             goto out;
     }
-    if ((workfd = subdir (kfd, "work", 0700, error)) < 0
-        || (upfd = subdir (kfd, "upper", 0700, error)) < 0)
+    if (tier_ovl_dirs (kfd, &upfd, &workfd, error) < 0) {
+        char msg[TIER_ERROR_MAX];
+        (void) snprintf (msg, sizeof (msg), "%s", error->text);
+        tier_errprintf (error, "--tier-scratch: %s: %s/%u/%d/%s", dir,
+                        m->conf->nvdimm_dir, m->job_id, k, msg);
         goto out;
+    }
     if (fchown (upfd, st.st_uid, st.st_gid) < 0
         || fchmod (upfd, st.st_mode & 07777) < 0) {
         tier_errprintf (error, "upper of %s: %s", dir, strerror (errno));

@@ -211,42 +211,36 @@ int tier_pattern_expand (const char *s, const struct tier_pattern_ctx *ctx,
 
 const char *tier_opt_next_item (const char *list, char *item, size_t size)
 {
-    const char *end;
-    size_t len;
+    return tier_list_next (list, item, size);
+}
 
-    if (!list || !*list || size == 0)
-        return NULL;
-    end = strchr (list, ',');
-    len = end ? (size_t) (end - list) : strlen (list);
-    if (len >= size)
-        len = size - 1;                 /* callers check lengths first */
-    memcpy (item, list, len);
-    item[len] = '\0';
-    return end ? end + 1 : list + strlen (list);
+int tier_opt_split_item (const char *item, char *dir, size_t dirsize,
+                         uint64_t *size, enum tier_keep *keep,
+                         tier_error_t *error)
+{
+    char when[16], b[96];
+
+    if (tier_item_split (item, dir, dirsize, size, when, sizeof (when)) < 0) {
+        if (errno == ERANGE) {
+            errno = EINVAL;
+            return tier_errprintf (error, "size must be more than 0");
+        }
+        if (errno == EINVAL)
+            return tier_errprintf (error, "'%s': keep= is not one of never, "
+                                   "on-failure, always",
+                                   clip (item, b, sizeof (b)));
+        return tier_errprintf (error, "path too long");
+    }
+    if (keep && (!when[0]
+                 || tier_opt_keep_parse (when, keep, error) < 0))
+        *keep = TIER_KEEP_UNSET;
+    return 0;
 }
 
 int tier_opt_split_size (const char *item, char *dir, size_t dirsize,
                          uint64_t *size, tier_error_t *error)
 {
-    const char *colon = strrchr (item, ':');
-    size_t len = strlen (item);
-    uint64_t v = 0;
-
-    if (colon && colon[1] && tier_size_parse (colon + 1, &v) == 0) {
-        if (v == 0) {
-            errno = EINVAL;
-            return tier_errprintf (error, "size must be more than 0");
-        }
-        len = colon - item;
-    }
-    if (len >= dirsize) {
-        errno = ENAMETOOLONG;
-        return tier_errprintf (error, "path too long");
-    }
-    memcpy (dir, item, len);
-    dir[len] = '\0';
-    *size = v;
-    return 0;
+    return tier_opt_split_item (item, dir, dirsize, size, NULL, error);
 }
 
 static int check_path (const char *option, const char *path, int flags,
@@ -311,9 +305,14 @@ int tier_opt_list_check (const char *option, const char *value, int flags,
     }
     while (*p) {
         char item[PATH_MAX + 64];
-        const char *end = strchr (p, ',');
-        size_t len = end ? (size_t) (end - p) : strlen (p);
+        const char *end = p;
+        size_t len;
 
+        while (*end && *end != ',')     /* '\' escapes (tier_list_next) */
+            end += (end[0] == '\\' && end[1]) ? 2 : 1;
+        len = (size_t) (end - p);
+        if (!*end)
+            end = NULL;
         if (len == 0) {
             errno = EINVAL;
             return tier_errprintf (error, "%s: empty item in list", option);

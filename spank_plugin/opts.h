@@ -87,14 +87,20 @@ struct tier_pattern_ctx {
 int tier_pattern_expand (const char *s, const struct tier_pattern_ctx *ctx,
                          char *out, size_t size, tier_error_t *error);
 
-/* Split DIR[:SIZE]: copies DIR into dir and sets *size (0 if none).
- * The size is the text after the last ':' when it parses as a size.
+/* Split DIR[:SIZE][:keep=WHEN] (tier_item_split, lib/paths.h): copies
+ * DIR, its '\' escapes undone, into dir and sets *size (0 if none) and
+ * *keep (TIER_KEEP_UNSET if none; keep may be NULL).  The size is the
+ * text after the last unescaped ':' when it parses as a size.
  */
+int tier_opt_split_item (const char *item, char *dir, size_t dirsize,
+                         uint64_t *size, enum tier_keep *keep,
+                         tier_error_t *error);
 int tier_opt_split_size (const char *item, char *dir, size_t dirsize,
                          uint64_t *size, tier_error_t *error);
 
-/* Iterate over a comma-separated list: copies the next item into item
- * and returns a pointer past it, or NULL at the end.
+/* Iterate over a comma-separated list (a '\' escapes the next
+ * character, so "\," is part of an item): copies the next item, escapes
+ * kept, into item and returns a pointer past it, or NULL at the end.
  */
 const char *tier_opt_next_item (const char *list, char *item, size_t size);
 

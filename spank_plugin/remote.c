@@ -31,6 +31,7 @@
 #include "lib/conf.h"
 #include "lib/jobns.h"
 #include "lib/tjson.h"
+#include "keep.h"
 #include "opts.h"
 #include "spawn.h"
 #include "stage.h"
@@ -482,22 +483,9 @@ int slurm_spank_exit (spank_t sp, int ac, char **av)
      * on every node of the job). */
     if (spank_context () == S_CTX_REMOTE && tier.ns_ok
         && spank_get_item (sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS
-        && step == BATCH_STEP
-        && (tier.opts.keep == TIER_KEEP_ALWAYS
-            || (tier.opts.keep == TIER_KEEP_ON_FAILURE
-                && tier.batch_status == 1))) {
-        char item[PATH_MAX + 64], dir[PATH_MAX + 64];
-        const char *p = tier.opts.scratch;
-        uint64_t size;
-        tier_error_t e;
-        while ((p = tier_opt_next_item (p, item, sizeof (item))))
-            if (tier_opt_split_size (item, dir, sizeof (dir), &size, &e) == 0)
-                slurm_spank_log ("tier: --tier-keep=%s: the pipeline data of "
-                                 "%s is kept in %s/.tier-kept/%u/NODE/ for "
-                                 "each node of the job",
-                                 tier_opt_keep_name (tier.opts.keep), dir,
-                                 dir, tier.job_id);
-    }
+        && step == BATCH_STEP)
+        tier_keep_announce (tier.opts.scratch, tier.opts.keep,
+                            tier.batch_status == 1, tier.job_id);
     if (tier.conf) {
         tier_conf_destroy (tier.conf);
         tier.conf = NULL;

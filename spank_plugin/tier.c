@@ -22,6 +22,7 @@
 #include <slurm/spank.h>
 
 #include "lib/jobns.h"
+#include "lib/paths.h"
 #include "args.h"
 #include "keep.h"
 #include "opts.h"
@@ -51,7 +52,7 @@ static struct spank_option tier_options[] = {
     { "tier-batch", "DIR[,DIR]",
       "Treat DIRs as batch-shared, read-only inputs (BB replica cache)",
       1, OPT_BATCH, opt_cb },
-    { "tier-scratch", "DIR[:SIZE][,...]",
+    { "tier-scratch", "DIR[:SIZE][:keep=W][,...]",
       "Give DIR a private node-local NVDIMM scratch view (pipeline data)",
       1, OPT_SCRATCH, opt_cb },
     { "tier-stage-in", "PATH[,PATH]",
@@ -102,6 +103,9 @@ static int opt_cb (int val, const char *optarg, int remote)
         case OPT_SCRATCH:
             rc = store_list (tier.opts.scratch, "--tier-scratch", optarg,
                              TIER_ITEM_SIZE, &error);
+            if (rc == 0)
+                (void) snprintf (tier.scratch_opt, sizeof (tier.scratch_opt),
+                                 "%s", optarg);
             break;
         case OPT_STAGE_IN:
             rc = store_list (tier.opts.stage_in, "--tier-stage-in", optarg,
@@ -208,6 +212,74 @@ int slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
                      "one node is not visible on the others\n",
                      program_invocation_short_name, nodes);
     }
+    return 0;
+}
+
+/* Is dir one of the items of the list (both normalised)? */
+static bool listed (const char *list, const char *dir)
+{
+    char item[PATH_MAX + 64], d[PATH_MAX + 64], a[PATH_MAX], b[PATH_MAX];
+    const char *p = list;
+    uint64_t size;
+    tier_error_t e;
+
+    if (tier_path_normalize (dir, b, sizeof (b)) < 0)
+        return false;
+    while ((p = tier_opt_next_item (p, item, sizeof (item))))
+        if (tier_opt_split_size (item, d, sizeof (d), &size, &e) == 0
+            && tier_path_normalize (d, a, sizeof (a)) == 0 && !strcmp (a, b))
+            return true;
+    return false;
+}
+
+/* Pipeline views are per node.  --tier-scratch is warned about at submit;
+ * the directories that come from policies are known only here, on the
+ * node, once the job's set is frozen: one line on the job's stderr from
+ * the job's first task -- in the batch step, or in each step that is not
+ * inside a batch script (srun or salloc jobs) -- when the job has more
+ * than one node.
+ */
+int slurm_spank_task_init (spank_t sp, int ac, char **av)
+{
+    char item[PATH_MAX + 64], dir[PATH_MAX + 64], env[32], dirs[1024] = "";
+    const char *p = tier.opts.scratch;
+    uint32_t task = 1, step = 0;
+    size_t o = 0;
+    uint64_t size;
+    tier_error_t e;
+    long nodes;
+
+    if (spank_context () != S_CTX_REMOTE || !tier.ns_ok
+        || !tier.opts.scratch[0]
+        || spank_get_item (sp, S_TASK_GLOBAL_ID, &task) != ESPANK_SUCCESS
+        || task != 0
+        || spank_get_item (sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
+        return 0;
+    if (step != SLURM_BATCH_SCRIPT
+        && spank_getenv (sp, "ENVIRONMENT", env, sizeof (env))
+           == ESPANK_SUCCESS && !strcmp (env, "BATCH"))
+        return 0;                       /* the batch step said it */
+    if (spank_getenv (sp, "SLURM_JOB_NUM_NODES", env, sizeof (env))
+        != ESPANK_SUCCESS || (nodes = strtol (env, NULL, 10)) < 2)
+        return 0;
+    while ((p = tier_opt_next_item (p, item, sizeof (item)))) {
+        int n;
+        if (tier_opt_split_size (item, dir, sizeof (dir), &size, &e) < 0
+            || listed (tier.scratch_opt, dir))
+            continue;
+        n = snprintf (dirs + o, sizeof (dirs) - o, "%s%s", o ? ", " : "",
+                      dir);
+        if (n < 0 || (size_t) n >= sizeof (dirs) - o) {
+            (void) snprintf (dirs + sizeof (dirs) - 5, 5, "...");
+            break;
+        }
+        o += (size_t) n;
+    }
+    if (dirs[0])
+        slurm_spank_log ("tier: warning: the pipeline directories of your "
+                         "policies (%s) give each of the %ld nodes of this "
+                         "job its own private view: a file written on one "
+                         "node is not visible on the others", dirs, nodes);
     return 0;
 }
 
@@ -400,24 +472,23 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
         struct tier_scratch_stats st = { 0 };
         uid_t uid = 0;
         gid_t gid = 0;
-        bool keep = false;
 
+        /* the directories mounted, each with the keep= of its frozen
+         * policy; --tier-keep for those without */
         if (tier_ns_read (conf->namespace_dir, job_id, "scratch", scratch,
                           sizeof (scratch)) == 0 && scratch[0]
             && spank_get_item (sp, S_JOB_UID, &uid) == ESPANK_SUCCESS
             && spank_get_item (sp, S_JOB_GID, &gid) == ESPANK_SUCCESS) {
-            if (tier.opts.keep == TIER_KEEP_ALWAYS)
-                keep = true;
-            else if (tier.opts.keep == TIER_KEEP_ON_FAILURE)
-                keep = tier_job_failed (job_id);
-            if (tier_scratch_finish (conf, job_id, uid, gid, scratch, keep,
-                                     &st, &error) < 0)
+            if (tier_scratch_finish (conf, job_id, uid, gid, scratch,
+                                     tier.opts.keep, tier_job_failed, &st,
+                                     &error) < 0)
                 slurm_error ("tier: epilog of job %u: %s", job_id,
                              error.text);
-            if (keep)
+            if (st.kept_dirs)
                 slurm_info ("tier: job %u: kept %llu files of pipeline data "
-                            "under .tier-kept/%u/%s/", job_id,
-                            (unsigned long long) st.kept_files, job_id,
+                            "of %llu directories under .tier-kept/%u/%s/",
+                            job_id, (unsigned long long) st.kept_files,
+                            (unsigned long long) st.kept_dirs, job_id,
                             conf->node);
         }
         (void) snprintf (body, sizeof (body),

@@ -19,6 +19,9 @@ struct tier_plugin {
     int args_ok;
     int disabled;               /* a site configuration error on the node */
     struct tier_opts opts;      /* the --tier-* options */
+    char scratch_opt[TIER_OPT_VALUE_MAX];   /* --tier-scratch as given (on
+                                 * the node, opts.scratch becomes the
+                                 * frozen set's pipeline directories) */
     char opt_error[512];        /* a bad option value seen on the node */
 
     /* REMOTE: this step on this node */

@@ -112,6 +112,33 @@ static void value_checks (const char *s, const uint8_t *params,
         free (dir);
     }
 
+    /* any name survives escaping into a scratch item and splitting it
+     * back, with a size and a keep= after it */
+    {
+        size_t len = strlen (s), escsize = 1 + (params[1] % 2 ? 2 * len
+                                                : params[0] % 64);
+        char *esc = malloc (escsize), *item = malloc (2 * len + 40);
+        char *dir = malloc (len + 1), keep[16];
+
+        CHECK (esc && item && dir);
+        if (tier_list_escape (s, esc, escsize) == 0) {
+            CHECK (strlen (esc) < escsize);
+            (void) snprintf (item, 2 * len + 40, "%s:7M:keep=always", esc);
+            CHECK (tier_item_split (item, dir, len + 1, &u, keep,
+                                    sizeof (keep)) == 0);
+            CHECK (!strcmp (dir, s) && u == 7ULL << 20
+                   && !strcmp (keep, "always"));
+            CHECK (tier_list_next (esc, item, 2 * len + 40) != NULL
+                   || !*esc);
+            CHECK (!*esc || !strcmp (item, esc));
+        }
+        else
+            CHECK (errno == ENAMETOOLONG);
+        free (esc);
+        free (item);
+        free (dir);
+    }
+
     /* the lib parsers behind them */
     (void) tier_size_parse (s, &u);
     (void) tier_duration_parse (s, &u);

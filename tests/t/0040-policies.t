@@ -18,6 +18,12 @@ show_role () { as_user "$1" $TIERCTL show policy --json "$2" | field 'd["role"] 
 job_role () { as_user "$1" $TIERCTL show policy --json --job "$2" "$3" | field 'd["role"] + " " + d["layer"]'; }
 running () { test "$(job_state "$1")" = RUNNING; }
 no_drain () { ! sinfo -h -R | grep .; }
+# exits CODE CMD...: CMD exits with CODE exactly; its stderr in $TRASH/e
+exits () {
+    _want=$1; shift
+    "$@" 2>$TRASH/e; _rc=$?; cat $TRASH/e
+    test "$_rc" = "$_want" || { echo "exit $_rc, expected $_want"; return 1; }
+}
 
 # alice's directories on the GFS
 for d in db/tmp proj runs out secure; do
@@ -32,11 +38,11 @@ test_expect_code 2 'tierctl set policy DIR without a role is a usage error' \
 test_expect_code 2 'an unknown role is a usage error' \
     'alice set policy $A/db archive 2>$TRASH/e && cat $TRASH/e >&2'
 test_expect_success 'a bad value names the command line and the key' '
-    ! alice set policy $A/db batch --ttl 7x 2>$TRASH/e; cat $TRASH/e &&
+    exits 2 alice set policy $A/db batch --ttl 7x &&
     grep -q "command line: policy .$A/db.: key .ttl.: not a duration" $TRASH/e &&
-    ! alice set policy $A/db batch --keep always 2>$TRASH/e; cat $TRASH/e &&
+    exits 2 alice set policy $A/db batch --keep always &&
     grep -q "key .keep.: does not apply to role batch" $TRASH/e &&
-    ! alice set policy $A/db batch --share world 2>$TRASH/e; cat $TRASH/e &&
+    exits 2 alice set policy $A/db batch --share world &&
     grep -q "key .share.: is for site policies only" $TRASH/e
 '
 test_expect_success 'tierctl help lists the policy commands; help set explains' '
@@ -45,7 +51,7 @@ test_expect_success 'tierctl help lists the policy commands; help set explains' 
 '
 test_expect_success 'without an agent on the node, set policy says who makes the directory' '
     ! test -d $STATE/users/alice &&
-    ! alice set policy $A/db batch 2>$TRASH/e; cat $TRASH/e &&
+    exits 1 alice set policy $A/db batch &&
     grep -q "the node.s agent makes it" $TRASH/e
 '
 test_expect_success 'start the agent of n1' '
@@ -86,38 +92,46 @@ test_expect_success 'a symlinked directory resolves to its target' '
     test "$(show_role alice $A/runs/f)" = "pipeline user"
 '
 test_expect_success 'refused: outside AllowedRoots, inside tier'"'"'s own directories' '
-    ! alice set policy /tmp batch 2>$TRASH/e; cat $TRASH/e &&
+    exits 1 alice set policy /tmp batch &&
     grep -q "refused: /tmp is outside the directories tier may act on (AllowedRoots)" $TRASH/e &&
-    ! alice set policy $STATE/users/alice/x batch 2>$TRASH/e; cat $TRASH/e &&
+    exits 1 alice set policy $STATE/users/alice/x batch &&
     grep -q "one of tier.s own directories" $TRASH/e &&
-    ! alice set policy $GFS pipeline 2>$TRASH/e; cat $TRASH/e &&
+    exits 1 alice set policy $GFS pipeline &&
     grep -q "contains $STATE" $TRASH/e
 '
 test_expect_success 'a directory that does not exist is a warning, not an error' '
     alice set policy $A/later endpoint 2>$TRASH/e && cat $TRASH/e &&
     grep -q "warning: $A/later does not exist" $TRASH/e
 '
+test_expect_success 'a directory alice cannot read is a warning, not an error' '
+    as_user alice mkdir -p $A/closed && chmod 000 $A/closed &&
+    alice set policy $A/closed batch 2>$TRASH/e; rc=$?; cat $TRASH/e;
+    chmod 755 $A/closed && test $rc = 0 &&
+    grep -q "^tierctl: warning: you cannot read $A/closed$" $TRASH/e &&
+    test "$(show_role alice $A/closed/x)" = "batch user" &&
+    alice unset policy $A/closed
+'
 test_expect_success 'nesting that changes mounts is refused when set, either way round' '
-    ! alice set policy $A/runs/sub none 2>$TRASH/e; cat $TRASH/e &&
+    exits 1 alice set policy $A/runs/sub none &&
     grep -q "lies inside the pipeline directory $A/runs" $TRASH/e &&
-    ! alice set policy $A/later/p pipeline 2>$TRASH/e; cat $TRASH/e &&
+    exits 1 alice set policy $A/later/p pipeline &&
     grep -q "inside the endpoint directory $A/later" $TRASH/e &&
-    ! alice set policy $A/db pipeline 2>$TRASH/e; cat $TRASH/e &&
+    exits 1 alice set policy $A/db pipeline &&
     grep -q "the user policy of $A/db/tmp would no longer apply" $TRASH/e &&
     test "$(show_role alice $A/db/x)" = "batch user"
 '
 test_expect_success 'unset policy removes one directory; an unknown one is an error' '
     alice unset policy $A/later &&
-    ! alice unset policy $A/later 2>$TRASH/e && grep -q "no policy for $A/later" $TRASH/e &&
+    exits 1 alice unset policy $A/later && grep -q "no policy for $A/later" $TRASH/e &&
     test "$(show_role alice $A/later)" = "none default"
 '
 test_expect_success 'bob cannot read alice'"'"'s store, nor plant one for her' '
     ! as_user bob cat $STATE/users/alice/policies.json &&
     ! as_user bob sh -c "echo {} > $STATE/users/alice/policies.json" &&
     ! as_user bob ls $STATE/users/alice &&
-    ! bob show policy --user alice $A/db/x 2>$TRASH/e; cat $TRASH/e &&
+    exits 1 bob show policy --user alice $A/db/x &&
     grep -q "Permission denied\|refused" $TRASH/e &&
-    ! bob list policies --user alice
+    exits 1 bob list policies --user alice
 '
 test_expect_success 'bob'"'"'s policies are his: alice still sees hers' '
     bob set policy $A/db none &&
@@ -144,7 +158,7 @@ test_expect_success 'a site policy applies where alice has none' '
     alice show policy $A/proj/x | grep -q "in $SITE/10-site.json"
 '
 test_expect_success 'a locked site policy beats alice'"'"'s, and refuses hers when set' '
-    ! alice set policy $A/secure/mine batch 2>$TRASH/e; cat $TRASH/e &&
+    exits 1 alice set policy $A/secure/mine batch &&
     grep -q "lies under the locked site policy $A/secure" $TRASH/e &&
     alice set policy $A/proj none &&
     test "$(show_role alice $A/proj/x)" = "none user" &&
@@ -196,7 +210,7 @@ test_expect_success 'the node'"'"'s agent answers show policy --job from its reg
     mv $STATE/users/alice/jobs/.away $STATE/users/alice/jobs/$J1.0
 '
 test_expect_success 'bob cannot read alice'"'"'s frozen job set' '
-    ! bob show policy --job $J1 $A/db/x 2>$TRASH/e; cat $TRASH/e &&
+    exits 1 bob show policy --job $J1 $A/db/x &&
     grep -q "belongs to another user" $TRASH/e &&
     ! as_user bob cat $STATE/users/alice/jobs/$J1.0/policy.json
 '

@@ -121,11 +121,58 @@ test_expect_success 'a name with :/root works as scratch; /root is untouched' '
     cat $TRASH/y && grep -qx file $TRASH/y && ! grep -q ROOT-READABLE $TRASH/y &&
     grep -q "lowerdir+=$H/y:/root" $TRASH/y && test ! -e /root/new && test ! -e "$H/y:/root/new"
 '
+X="$H/x,upperdir=/etc"
+test_expect_success 'a name with ,upperdir= works as scratch (escaped as \,); /etc is untouched' '
+    as_user alice mkdir -p "$X" && as_user alice sh -c "echo mine > \"$X/file\"" &&
+    as_alice srun -w n1 --tier-scratch="$H/x\\,upperdir=/etc" sh -c "cat \"$X/file\"; echo new > \"$X/new\"; ls \"$X\"; grep -c \" - overlay \" /proc/self/mountinfo" >$TRASH/x 2>&1;
+    cat $TRASH/x && grep -qx mine $TRASH/x && grep -qx new $TRASH/x && test "$(tail -n 1 $TRASH/x)" = 1 &&
+    test ! -e "$X/new" && test ! -e /etc/new && test ! -e /etc/file
+'
+test_expect_success 'so does a pipeline policy of that name' '
+    as_user alice $TIERCTL -N n1 set policy "$X" pipeline &&
+    as_alice srun -w n1 --tier-cache=auto sh -c "echo p > \"$X/pol\"; cat \"$X/file\"; grep -c \" - overlay \" /proc/self/mountinfo" >$TRASH/xp 2>$TRASH/xp.err;
+    as_user alice $TIERCTL -N n1 unset policy "$X" && cat $TRASH/xp $TRASH/xp.err &&
+    test "$(cat $TRASH/xp)" = "mine
+1" && test ! -e "$X/pol" && test ! -e /etc/pol
+'
 test_expect_success 'a setuid binary in the scratch gains nothing (nosuid)' '
     cp /usr/bin/id "$H/runs/suid-id" && chown root:root "$H/runs/suid-id" && chmod 4755 "$H/runs/suid-id" &&
     as_alice srun -w n1 --tier-scratch=$H/runs sh -c "$H/runs/suid-id -u; grep \" - overlay \" /proc/self/mountinfo" >$TRASH/s &&
     (cat $TRASH/s && test "$(head -1 $TRASH/s)" = "$(id -u alice)" &&
      grep -q "nosuid,nodev" $TRASH/s; rc=$?; rm -f "$H/runs/suid-id"; exit $rc)
+'
+test_expect_success 'the upper root mirrors the GFS directory: owner, group, mode, setgid' '
+    as_user alice mkdir -p "$H/sg" && chgrp users "$H/sg" && chmod 2770 "$H/sg" &&
+    stat -c "%U %G %a" "$H/sg" >$TRASH/sg.host &&
+    as_alice srun -w n1 --tier-scratch=$H/sg sh -c "stat -c \"%U %G %a\" $H/sg; touch $H/sg/new; stat -c %G $H/sg/new; grep -c \" - overlay \" /proc/self/mountinfo" >$TRASH/sg.job &&
+    cat $TRASH/sg.host $TRASH/sg.job &&
+    test "$(cat $TRASH/sg.host)" = "alice users 2770" &&
+    test "$(sed -n 1p $TRASH/sg.job)" = "alice users 2770" &&
+    test "$(sed -n 2p $TRASH/sg.job)" = users && test "$(sed -n 3p $TRASH/sg.job)" = 1 &&
+    test ! -e "$H/sg/new"
+'
+# scratch_count NODE: overlays the job sees, its stderr in $TRASH/err
+scratch_count () {
+    as_alice srun -w $1 --tier-scratch=$H/runs sh -c \
+        "grep -c \" - overlay \" /proc/self/mountinfo || true" 2>$TRASH/err
+    _rc=$?; cat $TRASH/err >&2; return $_rc
+}
+test_expect_success 'an NVDIMM tier root made by alice is refused; the job runs on the GFS' '
+    rm -rf $NV/n3.away && { ! test -e $NV/n3 || mv $NV/n3 $NV/n3.away; } &&
+    mkdir -m 700 $NV/n3 && chown alice $NV/n3 &&
+    scratch_count n3 >$TRASH/cnt; rc=$?; cat $TRASH/cnt $TRASH/err;
+    rmdir $NV/n3; ! test -e $NV/n3.away || mv $NV/n3.away $NV/n3;
+    test $rc = 0 && test "$(cat $TRASH/cnt)" = 0 &&
+    grep -q "tier root $NV/n3 must be a root-owned directory with mode 0700 (refused)" $TRASH/err &&
+    test "$(scratch_count n3)" = 1
+'
+test_expect_success 'so is a tier root whose parent alice owns' '
+    chown alice $NV &&
+    scratch_count n3 >$TRASH/cnt; rc=$?; cat $TRASH/cnt $TRASH/err;
+    chown root $NV;
+    test $rc = 0 && test "$(cat $TRASH/cnt)" = 0 &&
+    grep -q "tier root $NV/n3: a parent directory is not root.s" $TRASH/err &&
+    test "$(scratch_count n3)" = 1
 '
 test_expect_success '-o into the tiered directory lands on the GFS' '
     id=$(sbatch_wait alice -w n2 --tier-scratch=$H/runs -o $H/runs/job-%j.out --wrap "echo to-the-gfs; echo scratch > $H/runs/tmp") &&
@@ -148,6 +195,35 @@ test_expect_success 'the agent reclaims a namespace an epilog could not tear dow
     wait_for 30 test ! -e $CLUSTER/run/ns/n3/$id &&
     test ! -e $NV/n3/$id &&
     grep -q "job $id: namespace and tier data reclaimed" $CLUSTER/log/tierd-n3.log
+'
+# the agent dead while jobs end and leave namespaces with a setsid'ed
+# process inside: a job it registered, and one it never knew (an id
+# slurmctld does not know either); restarted, it reclaims both
+agent_pid () { cat "$CLUSTER/state/$1/tierd.pid" 2>/dev/null; }
+test_expect_success 'after a restart the agent reclaims what ended while it was down' '
+    rm -f $TRASH/left &&
+    id=$(as_alice sbatch --parsable -w n3 --tier-cache=auto -o /dev/null --wrap "sleep 3") &&
+    wait_for 30 sh -c "$TIERCTL -N n3 jobs | grep -q \"^$id \"" &&
+    mv $CLUSTER/lib/tierd $CLUSTER/lib/tierd.away &&
+    p=$(agent_pid n3) && kill -9 $p && wait_for 10 sh -c "! kill -0 $p 2>/dev/null" &&
+    wait_for 60 job_done $id && other=4000000 &&
+    for j in $id $other; do
+        $JOBNS create $CLUSTER/run/ns/n3 $j $(id -u alice) &&
+        mkdir -p $NV/n3/$j/0/upper && echo data >$NV/n3/$j/0/upper/f &&
+        (setsid $JOBNS run $CLUSTER/run/ns/n3 $j sleep 1000 </dev/null >/dev/null 2>&1 &) &&
+        wait_for 10 sh -c "$JOBNS pids $CLUSTER/run/ns/n3 $j | grep -q ." &&
+        $JOBNS pids $CLUSTER/run/ns/n3 $j >>$TRASH/left || exit 1
+    done && cat $TRASH/left &&
+    mv $CLUSTER/lib/tierd.away $CLUSTER/lib/tierd &&
+    $CLUSTER/lib/tierd -c $CLUSTER/etc/tier.conf -N n3 &&
+    wait_for 60 sh -c "test ! -e $CLUSTER/run/ns/n3/$id && test ! -e $CLUSTER/run/ns/n3/$other" &&
+    test ! -e $NV/n3/$id && test ! -e $NV/n3/$other &&
+    for q in $(cat $TRASH/left); do
+        wait_for 10 sh -c "! test -e /proc/$q || grep -q \"^State:.*Z\" /proc/$q/status" || exit 1
+    done &&
+    grep "reclaimed" $CLUSTER/log/tierd-n3.log &&
+    grep -q "job $id: namespace and tier data reclaimed$" $CLUSTER/log/tierd-n3.log &&
+    grep -q "job $other: namespace and tier data reclaimed (a job the registry does not know; it ended)" $CLUSTER/log/tierd-n3.log
 '
 test_expect_success 'a requeued job (same id) gets a fresh namespace' '
     id=$(as_alice sbatch --parsable -w n2 --requeue --open-mode=append --tier-scratch=$H/runs -o $OUT/rq.out \

@@ -38,14 +38,16 @@ srun -n1 sh -c "test \"\$(cat $R/t$t/a $R/t$t/b $R/t$t/c $R/t$t/sub/s)\" = \"\$(
 EOF
 chmod 755 "$P/pipe.sh"; chown alice "$P/pipe.sh"
 
+# --exclusive: one task per node at a time, so the first three tasks take
+# the three nodes and the fourth follows one of them on a cleaned tier
 test_expect_success 'a 4-task array of two-step pipelines across the three nodes' '
     gfsemu_reset "$GFS" &&
-    id=$(sbatch_wait alice --array=1-4 --tier-scratch=$P/runs -o $OUT/p-%a.out \
+    id=$(sbatch_wait alice --array=1-4 --exclusive --tier-scratch=$P/runs -o $OUT/p-%a.out \
         "$P/pipe.sh" "$P/runs" "$OUT") &&
     test "$(job_state $id)" = COMPLETED && cat $OUT/p-*.out &&
     for t in 1 2 3 4; do grep -qx verified-$t $OUT/v-$t || exit 1; done &&
-    squeue -h; scontrol show job $id | grep -o "NodeList=n[0-9]" | sort -u >$TRASH/nodes;
-    cat $TRASH/nodes && test "$(wc -l <$TRASH/nodes)" -ge 2
+    scontrol show job $id | grep -o "^ *NodeList=n[0-9]" | sed "s/^ *//" | sort -u >$TRASH/nodes;
+    cat $TRASH/nodes && test "$(cat $TRASH/nodes | tr "\n" " ")" = "NodeList=n1 NodeList=n2 NodeList=n3 "
 '
 test_expect_success 'the GFS directory is unchanged and the emulator counted no write under it' '
     tree_sum "$P/runs" >$TRASH/sum.after && cmp $TRASH/sum.before $TRASH/sum.after &&
@@ -106,15 +108,21 @@ test_expect_success 'keep=on-failure: a failing task'"'"'s data is kept, a succe
     test "$(cat $P/runs/.tier-kept/$t2/$n2/inter-2.txt)" = "intermediate of 2" &&
     test "$(stat -c %U $P/runs/.tier-kept/$t2/$n2/inter-2.txt)" = alice &&
     test ! -e "$P/runs/.tier-kept/$t1" && test ! -e "$P/runs/inter-2.txt" &&
-    grep -q "tier: --tier-keep=on-failure: the pipeline data of $P/runs is kept in $P/runs/.tier-kept/$t2/NODE/" $OUT/k-2.err &&
+    grep -q "tier: keep=on-failure: the pipeline data of $P/runs is kept in $P/runs/.tier-kept/$t2/NODE/" $OUT/k-2.err &&
     ! grep -q "tier-kept" $OUT/k-1.err
 '
 test_expect_success 'keep=always keeps a succeeding job'"'"'s data, never replacing GFS files' '
+    as_user alice sh -c "echo keep-me > $P/runs/doomed.txt; mkdir -p $P/runs/doomed; echo f > $P/runs/doomed/f" &&
     id=$(sbatch_wait alice -w n1 --tier-scratch=$P/runs --tier-keep=always -o /dev/null \
-        --wrap "echo a > $P/runs/always.txt; echo changed > $P/runs/input.txt") &&
+        --wrap "rm $P/runs/doomed.txt && rm -r $P/runs/doomed && ls $P/runs >$OUT/deleted.ls && echo a > $P/runs/always.txt; echo changed > $P/runs/input.txt") &&
+    ! grep -q doomed $OUT/deleted.ls &&
+    find $P/runs/.tier-kept/$id -ls &&
     test "$(cat $P/runs/.tier-kept/$id/n1/always.txt)" = a &&
     test "$(cat $P/runs/.tier-kept/$id/n1/input.txt)" = changed &&
-    test "$(cat $P/runs/input.txt)" = gfs-data
+    test "$(cat $P/runs/input.txt)" = gfs-data &&
+    test -z "$(find $P/runs/.tier-kept/$id ! -type f ! -type d)" &&
+    test ! -e $P/runs/.tier-kept/$id/n1/doomed.txt && test ! -e $P/runs/.tier-kept/$id/n1/doomed &&
+    test "$(cat $P/runs/doomed.txt)" = keep-me && test "$(cat $P/runs/doomed/f)" = f
 '
 test_expect_success 'writing past the reservation gives ENOSPC in the scratch only' '
     id=$(sbatch_wait alice -w n2 --tier-scratch=$P/runs:4M -o $OUT/full.out -e $OUT/full.err \

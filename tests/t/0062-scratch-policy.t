@@ -36,4 +36,43 @@ test_expect_success 'bob'"'"'s jobs do not follow alice'"'"'s policy' '
     id=$(sbatch_wait bob -w n1 --tier-cache=auto -o /dev/null --wrap "echo bob > $H/runs/b.txt") &&
     test "$(cat $H/runs/b.txt)" = bob
 '
+test_expect_success 'a policy'"'"'s own keep applies: always, and on-failure when the job fails' '
+    as_user alice mkdir -p $H/kalways $H/kfail &&
+    as_alice $TIERCTL -N n1 set policy $H/kalways pipeline --keep always &&
+    as_alice $TIERCTL -N n1 set policy $H/kfail pipeline --keep on-failure &&
+    ok=$(sbatch_wait alice -w n1 --tier-cache=auto -o $H/out/ok.out -e $H/out/ok.err \
+        --wrap "echo a > $H/kalways/f; echo b > $H/kfail/f") &&
+    bad=$(sbatch_wait alice -w n1 --tier-cache=auto -o $H/out/bad.out -e $H/out/bad.err \
+        --wrap "echo a > $H/kalways/f; echo b > $H/kfail/f; exit 3") &&
+    cat $H/out/ok.err $H/out/bad.err && test "$(job_state $bad)" = FAILED &&
+    test "$(cat $H/kalways/.tier-kept/$ok/n1/f)" = a && test ! -e $H/kfail/.tier-kept/$ok &&
+    test "$(cat $H/kalways/.tier-kept/$bad/n1/f)" = a &&
+    test "$(cat $H/kfail/.tier-kept/$bad/n1/f)" = b &&
+    test ! -e $H/kalways/f && test ! -e $H/kfail/f &&
+    grep -q "tier: keep=always: the pipeline data of $H/kalways is kept in $H/kalways/.tier-kept/$ok/NODE/" $H/out/ok.err &&
+    ! grep -q kfail $H/out/ok.err &&
+    grep -q "tier: keep=on-failure: the pipeline data of $H/kfail is kept in $H/kfail/.tier-kept/$bad/NODE/" $H/out/bad.err
+'
+test_expect_success '--tier-keep decides for the job'"'"'s own scratch, and where a policy says nothing' '
+    id=$(sbatch_wait alice -w n1 --tier-scratch=$H/kalways --tier-keep=never -o /dev/null \
+        --wrap "echo g > $H/kalways/g") &&
+    test ! -e $H/kalways/.tier-kept/$id &&
+    id=$(sbatch_wait alice -w n1 --tier-cache=auto --tier-keep=always -o /dev/null \
+        --wrap "echo r > $H/runs/r") &&
+    test "$(cat $H/runs/.tier-kept/$id/n1/r)" = r && test ! -e $H/runs/r
+'
+test_expect_success 'a job on two nodes is warned once that its policy directories are per node' '
+    id=$(sbatch_wait alice -N2 --tier-cache=auto -o $H/out/two.out -e $H/out/two.err \
+        --wrap "srun -N2 true; srun -N2 true") &&
+    cat $H/out/two.err &&
+    test "$(grep -c "tier: warning: the pipeline directories of your policies (.*$H/runs.*) give each of the 2 nodes of this job its own private view" $H/out/two.err)" = 1 &&
+    ! grep -q "private view" $H/out/ok.err
+'
+test_expect_success 'its own --tier-scratch directories are not named again (sbatch warned)' '
+    id=$(sbatch_wait alice -N2 --tier-cache=auto --tier-scratch=$H/runs -o /dev/null -e $H/out/two2.err \
+        --wrap "srun -N2 true") &&
+    cat $H/out/two2.err &&
+    test "$(grep -c "pipeline directories of your policies" $H/out/two2.err)" = 1 &&
+    grep -q "policies (.*$H/kalways" $H/out/two2.err && ! grep -q "$H/runs" $H/out/two2.err
+'
 test_done

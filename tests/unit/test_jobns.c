@@ -177,17 +177,18 @@ static void test_rmtree (void **state)
 static int do_overlay (void *arg, tier_error_t *error)
 {
     const char *lower = arg;
-    char up[512], wk[512];
-    int lfd, ufd, wfd, rc;
+    char k[512];
+    int lfd, kfd, ufd, wfd, rc;
 
-    snprintf (up, sizeof (up), "%s/up", top);
-    snprintf (wk, sizeof (wk), "%s/wk", top);
-    mkdir (up, 0755);
-    mkdir (wk, 0700);
-    lfd = open (lower, O_PATH | O_DIRECTORY);
-    ufd = open (up, O_PATH | O_DIRECTORY);
-    wfd = open (wk, O_PATH | O_DIRECTORY);
-    if (lfd < 0 || ufd < 0 || wfd < 0)
+    snprintf (k, sizeof (k), "%s/k", top);
+    mkdir (k, 0700);
+    if ((kfd = open (k, O_RDONLY | O_DIRECTORY)) < 0)
+        return tier_errprintf (error, "open: %s", strerror (errno));
+    rc = tier_ovl_dirs (kfd, &ufd, &wfd, error);
+    close (kfd);
+    if (rc < 0)
+        return rc;
+    if ((lfd = open (lower, O_PATH | O_DIRECTORY)) < 0)
         return tier_errprintf (error, "open: %s", strerror (errno));
     rc = tier_ovl_mount (lfd, ufd, wfd, lfd, error);
     close (lfd);
@@ -241,9 +242,31 @@ static void test_overlay (void **state)
     /* the lower itself is untouched; the new file is in the upper */
     snprintf (path, sizeof (path), "%s/new", lower);
     assert_int_equal (access (path, F_OK), -1);
-    snprintf (path, sizeof (path), "%s/up/new", top);
+    snprintf (path, sizeof (path), "%s/k/upper/new", top);
     assert_int_equal (access (path, F_OK), 0);
+    /* never a second overlay on that upper: not in this namespace, nor
+     * in another (a leftover on a tier that is not a fresh tmpfs) */
+    assert_int_equal (tier_ns_run (base, 90, do_overlay, lower, &error), -1);
+    assert_non_null (strstr (error.text, "never two overlays"));
+    if (tier_ns_create (base, 92, 0, true, &error) < 0)
+        fail_msg ("%s", error.text);
+    assert_int_equal (tier_ns_run (base, 92, do_overlay, lower, &error), -1);
+    assert_non_null (strstr (error.text, "work exists already"));
+    assert_int_equal (tier_ns_teardown (base, 92, 100, &error), 0);
     assert_int_equal (tier_ns_teardown (base, 90, 100, &error), 0);
+    /* a leftover upper alone is refused too */
+    snprintf (cmd, sizeof (cmd), "rm -rf '%s/k/work'", top);
+    assert_int_equal (system (cmd), 0);
+    {
+        char k[512];
+        int kfd, ufd = -1, wfd = -1;
+        snprintf (k, sizeof (k), "%s/k", top);
+        assert_true ((kfd = open (k, O_RDONLY | O_DIRECTORY)) >= 0);
+        assert_int_equal (tier_ovl_dirs (kfd, &ufd, &wfd, &error), -1);
+        assert_int_equal (errno, EEXIST);
+        assert_non_null (strstr (error.text, "upper exists already"));
+        close (kfd);
+    }
 }
 
 static int do_bind (void *arg, tier_error_t *error)
@@ -307,6 +330,63 @@ static void test_refusals (void **state)
     assert_non_null (strstr (error.text, "No such file"));
 }
 
+/* tier roots: made root 0700; a root or a parent someone else owns or
+ * may rename entries in, or a symlink, is refused */
+static void test_root_open (void **state)
+{
+    tier_error_t error;
+    char root[512], parent[128], link[512];
+    struct stat st;
+    int fd;
+
+    snprintf (parent, sizeof (parent), "%s/p/q", top);
+    snprintf (root, sizeof (root), "%s/root", parent);
+    if ((fd = tier_root_open (root, &error)) < 0)
+        fail_msg ("%s", error.text);
+    assert_int_equal (fstat (fd, &st), 0);
+    close (fd);
+    assert_true (S_ISDIR (st.st_mode) && st.st_uid == 0
+                 && (st.st_mode & 07777) == 0700);
+    assert_int_equal (stat (parent, &st), 0);
+    assert_int_equal (st.st_mode & 07777, 0755);
+    /* made by someone else */
+    assert_int_equal (chown (root, 12345, 12345), 0);
+    assert_int_equal (tier_root_open (root, &error), -1);
+    assert_int_equal (errno, EPERM);
+    assert_non_null (strstr (error.text, "root-owned"));
+    assert_int_equal (chown (root, 0, 0), 0);
+    assert_int_equal (chmod (root, 0755), 0);
+    assert_int_equal (tier_root_open (root, &error), -1);
+    assert_int_equal (chmod (root, 0700), 0);
+    /* a parent someone else owns: they could swap the root */
+    assert_int_equal (chown (parent, 12345, 12345), 0);
+    assert_int_equal (tier_root_open (root, &error), -1);
+    assert_int_equal (errno, EPERM);
+    assert_non_null (strstr (error.text, "parent"));
+    assert_int_equal (chown (parent, 0, 0), 0);
+    /* a parent others may write: refused unless sticky (/dev/shm) */
+    assert_int_equal (chmod (parent, 0777), 0);
+    assert_int_equal (tier_root_open (root, &error), -1);
+    assert_non_null (strstr (error.text, "parent"));
+    assert_int_equal (chmod (parent, 01777), 0);
+    if ((fd = tier_root_open (root, &error)) < 0)
+        fail_msg ("%s", error.text);
+    close (fd);
+    /* a symlink, as the root or as a parent */
+    snprintf (link, sizeof (link), "%s/l", top);
+    assert_int_equal (symlink (parent, link), 0);
+    snprintf (link, sizeof (link), "%s/l/root", top);
+    assert_int_equal (tier_root_open (link, &error), -1);
+    assert_non_null (strstr (error.text, "symlink"));
+    snprintf (link, sizeof (link), "%s/l2", parent);
+    assert_int_equal (symlink (root, link), 0);
+    assert_int_equal (tier_root_open (link, &error), -1);
+    assert_int_equal (errno, EPERM);
+    snprintf (link, sizeof (link), "%s/../x", parent);
+    assert_int_equal (tier_root_open (link, &error), -1);
+    assert_int_equal (errno, EINVAL);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +395,7 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_overlay, setup, teardown),
         cmocka_unit_test_setup_teardown (test_bind_ro, setup, teardown),
         cmocka_unit_test_setup_teardown (test_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown (test_root_open, setup, teardown),
     };
     if (geteuid () != 0) {
         printf ("1..1\nok 1 # SKIP needs root\n");

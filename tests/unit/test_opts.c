@@ -140,6 +140,55 @@ static void test_split_size (void **state)
     assert_true (size == 1ULL << 20);
 }
 
+/* '\' escapes ',' ':' and '\' in list items; keep= per directory */
+static void test_escapes (void **state)
+{
+    const char *list = "/gfs/x\\,upperdir=/etc:4M:keep=always,/gfs/b\\\\,"
+                       "/gfs/c\\:16G,/gfs/d\\e";
+    char item[256], dir[256];
+    const char *p = list;
+    enum tier_keep keep;
+    uint64_t size;
+    tier_error_t error;
+
+    assert_non_null (p = tier_opt_next_item (p, item, sizeof (item)));
+    assert_string_equal (item, "/gfs/x\\,upperdir=/etc:4M:keep=always");
+    assert_int_equal (tier_opt_split_item (item, dir, sizeof (dir), &size,
+                                           &keep, &error), 0);
+    assert_string_equal (dir, "/gfs/x,upperdir=/etc");
+    assert_true (size == 4ULL << 20);
+    assert_int_equal (keep, TIER_KEEP_ALWAYS);
+    assert_non_null (p = tier_opt_next_item (p, item, sizeof (item)));
+    assert_int_equal (tier_opt_split_item (item, dir, sizeof (dir), &size,
+                                           &keep, &error), 0);
+    assert_string_equal (dir, "/gfs/b\\");            /* "\\\\" is one '\\' */
+    assert_int_equal (keep, TIER_KEEP_UNSET);
+    assert_non_null (p = tier_opt_next_item (p, item, sizeof (item)));
+    assert_int_equal (tier_opt_split_size (item, dir, sizeof (dir), &size,
+                                           &error), 0);
+    assert_string_equal (dir, "/gfs/c:16G");           /* an escaped ':' */
+    assert_true (size == 0);
+    assert_non_null (p = tier_opt_next_item (p, item, sizeof (item)));
+    assert_int_equal (tier_opt_split_size (item, dir, sizeof (dir), &size,
+                                           &error), 0);
+    assert_string_equal (dir, "/gfs/d\\e");           /* '\\' + other: kept */
+    assert_null (tier_opt_next_item (p, item, sizeof (item)));
+    /* the list check takes the same items */
+    assert_int_equal (tier_opt_list_check ("--tier-scratch", list,
+                                           TIER_ITEM_SIZE, NULL, &error), 0);
+    assert_int_equal (tier_opt_list_check ("--tier-scratch",
+                                           "/gfs/x,upperdir=/etc",
+                                           TIER_ITEM_SIZE, NULL, &error), -1);
+    assert_non_null (strstr (error.text, "not an absolute path"));
+    assert_int_equal (tier_opt_list_check ("--tier-scratch",
+                                           "/gfs/x:keep=sometimes",
+                                           TIER_ITEM_SIZE, NULL, &error), -1);
+    assert_non_null (strstr (error.text, "keep= is not one of"));
+    assert_int_equal (tier_opt_list_check ("--tier-scratch", "/gfs/x:0",
+                                           TIER_ITEM_SIZE, NULL, &error), -1);
+    assert_non_null (strstr (error.text, "more than 0"));
+}
+
 static void test_expand (void **state)
 {
     struct tier_pattern_ctx ctx = {
@@ -312,6 +361,7 @@ int main (void)
         cmocka_unit_test (test_words),
         cmocka_unit_test (test_lists),
         cmocka_unit_test (test_split_size),
+        cmocka_unit_test (test_escapes),
         cmocka_unit_test (test_expand),
         cmocka_unit_test (test_opts_check),
         cmocka_unit_test (test_args),

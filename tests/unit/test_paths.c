@@ -170,6 +170,43 @@ static void test_open_beneath (void **state)
     close (rootfd);
 }
 
+/* any name survives escaping into a list item and splitting it again */
+static void test_list_escape (void **state)
+{
+    static const char *names[] = {
+        "/gfs/x,upperdir=/etc", "/gfs/y:/root", "/gfs/z\\", "/gfs/a\\,b:4M",
+        "/gfs/w:keep=always", "/gfs/plain",
+    };
+    char esc[256], item[300], dir[256], keep[16], list[1024] = "";
+    const char *p;
+    uint64_t size;
+    size_t i;
+
+    for (i = 0; i < sizeof (names) / sizeof (names[0]); i++) {
+        assert_int_equal (tier_list_escape (names[i], esc, sizeof (esc)), 0);
+        snprintf (item, sizeof (item), "%s:8M:keep=on-failure", esc);
+        assert_int_equal (tier_item_split (item, dir, sizeof (dir), &size,
+                                           keep, sizeof (keep)), 0);
+        assert_string_equal (dir, names[i]);
+        assert_true (size == 8ULL << 20);
+        assert_string_equal (keep, "on-failure");
+        assert_int_equal (tier_item_split (esc, dir, sizeof (dir), &size,
+                                           keep, sizeof (keep)), 0);
+        assert_string_equal (dir, names[i]);
+        assert_true (size == 0 && keep[0] == '\0');
+        strcat (list, i ? "," : "");
+        strcat (list, esc);
+    }
+    for (p = list, i = 0; (p = tier_list_next (p, item, sizeof (item))); i++) {
+        assert_int_equal (tier_item_split (item, dir, sizeof (dir), &size,
+                                           NULL, 0), 0);
+        assert_string_equal (dir, names[i]);
+    }
+    assert_int_equal (i, sizeof (names) / sizeof (names[0]));
+    assert_int_equal (tier_list_escape ("/a,b", esc, 5), -1);
+    assert_int_equal (errno, ENAMETOOLONG);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +214,7 @@ int main (void)
         cmocka_unit_test (test_absolute),
         cmocka_unit_test (test_dotdot),
         cmocka_unit_test (test_under),
+        cmocka_unit_test (test_list_escape),
         cmocka_unit_test_setup_teardown (test_open_beneath, setup_tree,
                                          teardown_tree),
     };

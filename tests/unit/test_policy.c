@@ -8,6 +8,7 @@
 #include "unit.h"
 #include "failalloc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -463,17 +464,22 @@ static void test_options (void **state)
     const struct tier_policy *p;
     tier_error_t error;
     json_t *o = json_loads ("{\"cache\":\"auto\",\"keep\":\"always\","
-                            "\"scratch\":\"/gfs/run:16M,/gfs/run2\","
+                            "\"scratch\":\"/gfs/run:16M,/gfs/run2,"
+                            "/gfs/x\\\\,upperdir=/etc:keep=never\","
                             "\"batch\":\"/gfs/db,/gfs/db2/\","
                             "\"stage_in\":\"/gfs/q%a.fa\","
                             "\"stage_out\":\"/gfs/res,/gfs/out-%a\"}",
                             0, NULL);
 
     assert_int_equal (tier_policy_from_options (set, o, &error), 0);
-    assert_int_equal (set->n, 5);
+    assert_int_equal (set->n, 6);
     assert_non_null (p = tier_policy_find (set, "/gfs/run", TIER_LAYER_JOB));
     assert_true (p->size == 16 << 20 && p->keep == TIER_PKEEP_ALWAYS);
     assert_string_equal (p->source, "--tier-scratch");
+    /* an escaped ',' is part of the name; the item's keep= wins */
+    assert_non_null (p = tier_policy_find (set, "/gfs/x,upperdir=/etc",
+                                           TIER_LAYER_JOB));
+    assert_true (p->keep == TIER_PKEEP_NEVER && (p->set & TIER_PA_KEEP));
     assert_non_null (p = tier_policy_find (set, "/gfs/db2", TIER_LAYER_JOB));
     assert_int_equal (p->role, TIER_POLICY_BATCH);
     assert_non_null (p = tier_policy_find (set, "/gfs/res", TIER_LAYER_JOB));
@@ -483,7 +489,7 @@ static void test_options (void **state)
     o = json_loads ("{\"batch\":\"relative\"}", 0, NULL);
     assert_int_equal (tier_policy_from_options (set, o, &error), -1);
     assert_non_null (strstr (error.text, "--tier-batch"));
-    assert_int_equal (set->n, 5);
+    assert_int_equal (set->n, 6);
     json_decref (o);
     assert_int_equal (tier_policy_from_options (set, NULL, &error), 0);
     tier_policy_set_destroy (set);
@@ -550,6 +556,79 @@ static void test_failalloc (void **state)
     json_set_alloc_funcs (malloc, free);
 }
 
+#ifndef PRESETS_DIR
+#define PRESETS_DIR "../../policies/presets"
+#endif
+
+static char *slurp (const char *path)
+{
+    FILE *f = fopen (path, "r");
+    char *buf;
+    long n = 0;
+
+    if (!f)
+        fail_msg ("%s: %s", path, strerror (errno));
+    if (fseek (f, 0, SEEK_END) < 0 || (n = ftell (f)) < 0
+        || fseek (f, 0, SEEK_SET) < 0)
+        fail_msg ("%s: %s", path, strerror (errno));
+    assert_non_null (buf = malloc ((size_t) n + 1));
+    if (fread (buf, 1, (size_t) n, f) != (size_t) n)
+        fail_msg ("%s: short read", path);
+    buf[n] = '\0';
+    fclose (f);
+    return buf;
+}
+
+/* Every shipped preset parses: site-*.json in the site layer (share and
+ * locked are site-only), the others in the user layer, where users copy
+ * them with tierctl.
+ */
+static void test_presets (void **state)
+{
+    const char *dir = getenv ("TIER_PRESETS_DIR");
+    struct dirent *de;
+    int files = 0;
+    DIR *d;
+
+    if (!dir || !*dir)
+        dir = PRESETS_DIR;
+    if (!(d = opendir (dir)))
+        fail_msg ("%s: %s", dir, strerror (errno));
+    while ((de = readdir (d))) {
+        size_t len = strlen (de->d_name);
+        enum tier_policy_layer layer;
+        struct tier_policy_set *set;
+        char path[4096], *text;
+        tier_error_t error;
+
+        if (len < 6 || strcmp (de->d_name + len - 5, ".json"))
+            continue;
+        (void) snprintf (path, sizeof (path), "%s/%s", dir, de->d_name);
+        layer = strncmp (de->d_name, "site", 4) ? TIER_LAYER_USER
+                                                 : TIER_LAYER_SITE;
+        text = slurp (path);
+        assert_non_null (set = tier_policy_set_create ());
+        if (tier_policy_parse (set, text, strlen (text), layer, path,
+                               &error) < 0)
+            fail_msg ("%s: %s", path, error.text);
+        if (set->n < 1)
+            fail_msg ("%s: no policies", path);
+        if (!strcmp (de->d_name, "blast.json")) {
+            const struct tier_policy *p
+                = tier_policy_find (set, "/gfs/proj/runs", layer);
+            assert_non_null (p);
+            assert_int_equal (p->role, TIER_POLICY_PIPELINE);
+            assert_int_equal (p->keep, TIER_PKEEP_ON_FAILURE);
+        }
+        tier_policy_set_destroy (set);
+        free (text);
+        files++;
+    }
+    closedir (d);
+    /* blast.json, pipeline-only.json, site-example.json at least */
+    assert_true (files >= 3);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -563,6 +642,7 @@ int main (void)
         cmocka_unit_test (test_options),
         cmocka_unit_test (test_effective),
         cmocka_unit_test (test_failalloc),
+        cmocka_unit_test (test_presets),
     };
 
     return UNIT_RUN (tests);
