@@ -95,10 +95,20 @@ static struct {
 static __thread int in_tier __attribute__ ((tls_model ("initial-exec")));
 
 typedef int (*openat_f) (int, const char *, int, ...);
+typedef int (*chdir_f) (const char *);
+typedef int (*fchdir_f) (int);
 typedef FILE *(*fopen_f) (const char *, const char *);
 typedef FILE *(*freopen_f) (const char *, const char *, FILE *);
 
 static openat_f real_openat;
+static chdir_f real_chdir;
+static fchdir_f real_fchdir;
+/* May a relative path lead under a batch directory?  The working
+ * directory lies under one, or above one.  Kept by chdir and fchdir (and
+ * only ever used to skip work: a wrong answer costs a cache miss, never a
+ * wrong file, since a relative open that is redirected resolves the
+ * working directory anew). */
+static volatile int cwd_related = 1;
 static fopen_f real_fopen;
 static freopen_f real_freopen;
 
@@ -159,6 +169,8 @@ static void parse_dirs (const char *v)
     }
 }
 
+static void cwd_check (void);
+
 __attribute__ ((constructor)) static void preload_init (void)
 {
     const char *dirs = getenv ("TIER_BATCH_DIRS");
@@ -167,6 +179,8 @@ __attribute__ ((constructor)) static void preload_init (void)
 
     in_tier++;
     real_openat = (openat_f) dlsym (RTLD_NEXT, "openat");
+    real_chdir = (chdir_f) dlsym (RTLD_NEXT, "chdir");
+    real_fchdir = (fchdir_f) dlsym (RTLD_NEXT, "fchdir");
     real_fopen = (fopen_f) dlsym (RTLD_NEXT, "fopen");
     real_freopen = (freopen_f) dlsym (RTLD_NEXT, "freopen");
     in_tier--;
@@ -182,6 +196,7 @@ __attribute__ ((constructor)) static void preload_init (void)
     if (to && atoi (to) > 0)
         st.timeout_ms = atoi (to) * 1000;
     st.enabled = st.ndirs > 0 && real_openat;
+    cwd_check ();
 }
 
 /* Only reads: no creation, truncation, directory, O_PATH or tmpfile. */
@@ -209,6 +224,42 @@ static bool in_batch (const char *norm)
         }
     }
     return batch;
+}
+
+static void cwd_check (void)
+{
+    char cwd[PATH_MAX];
+    int related = 1;
+
+    if (st.enabled && getcwd (cwd, sizeof (cwd))) {
+        size_t n = strlen (cwd);
+        related = 0;
+        for (int i = 0; i < st.ndirs && !related; i++) {
+            const struct dir *d = &st.dirs[i];
+            if (d->exclude)
+                continue;
+            /* cwd under the directory, or the directory under cwd */
+            if ((!strncmp (cwd, d->path, d->len)
+                 && (cwd[d->len] == '/' || cwd[d->len] == '\0'))
+                || (!strncmp (d->path, cwd, n)
+                    && (d->path[n] == '/' || n == 1)))
+                related = 1;
+        }
+    }
+    cwd_related = related;
+}
+
+/* A relative path that cannot lead under a batch directory: the
+ * working directory is unrelated and the path never climbs ("..").
+ */
+static bool rel_outside (const char *path)
+{
+    if (cwd_related)
+        return false;
+    for (const char *p = path; (p = strstr (p, "..")); p += 2)
+        if ((p == path || p[-1] == '/') && (p[2] == '/' || p[2] == '\0'))
+            return false;
+    return true;
 }
 
 /* The absolute, lexically normalised form of (dirfd, path), or -1. */
@@ -361,7 +412,8 @@ static int redirect (int dirfd, const char *path, int flags, mode_t mode)
     int srcfd, fd, revalidate = 0, saved, rc;
     ssize_t n;
 
-    if (!path || absolute (dirfd, path, norm, sizeof (norm)) < 0
+    if (!path || (path[0] != '/' && dirfd == AT_FDCWD && rel_outside (path))
+        || absolute (dirfd, path, norm, sizeof (norm)) < 0
         || !in_batch (norm))
         return -2;
     in_tier++;
@@ -591,6 +643,35 @@ EXPORT FILE *freopen (const char *path, const char *mode, FILE *stream)
 EXPORT FILE *freopen64 (const char *path, const char *mode, FILE *stream)
 {
     return do_freopen (path, mode, stream);
+}
+
+/* The working directory, for rel_outside. */
+EXPORT int chdir (const char *path)
+{
+    int rc;
+
+    if (!real_chdir)
+        real_chdir = (chdir_f) dlsym (RTLD_NEXT, "chdir");
+    if ((rc = real_chdir (path)) == 0 && st.enabled) {
+        int saved = errno;
+        cwd_check ();
+        errno = saved;
+    }
+    return rc;
+}
+
+EXPORT int fchdir (int fd)
+{
+    int rc;
+
+    if (!real_fchdir)
+        real_fchdir = (fchdir_f) dlsym (RTLD_NEXT, "fchdir");
+    if ((rc = real_fchdir (fd)) == 0 && st.enabled) {
+        int saved = errno;
+        cwd_check ();
+        errno = saved;
+    }
+    return rc;
 }
 
 /* Opens served from the cache are reported at exit (best effort: a
