@@ -9,7 +9,11 @@
 noinst_LTLIBRARIES += libtier_remote.la
 
 libtier_remote_la_SOURCES = \
-	sigv4.c sigv4.h
+	sigv4.c sigv4.h \
+	endpoint.c endpoint.h endpoint_int.h \
+	endpoint_creds.c \
+	endpoint_s3.c \
+	endpoint_http.c
 # End of libtier_remote_la_SOURCES
 libtier_remote_la_CFLAGS = $(AM_CFLAGS) $(SANITIZE_CFLAGS) \
 	$(CURL_CFLAGS) $(CRYPTO_CFLAGS) $(JANSSON_CFLAGS)

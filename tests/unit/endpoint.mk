@@ -19,3 +19,7 @@ AM_TESTS_ENVIRONMENT += \
 EXTRA_DIST += \
 	fixtures/sigv4
 # End of EXTRA_DIST (endpoint)
+
+# The integration tests' client (tests/t/0120-endpoints.t; never installed).
+noinst_PROGRAMS += endpoint_tool
+endpoint_tool_LDADD = $(REMOTE_LDADD)
