@@ -144,13 +144,30 @@ static int bad_url (tier_error_t *error, const char *shown, const char *fmt,
 }
 
 /* The URL for messages: up to 200 bytes, control characters as '?', a
- * query as "?...". */
+ * user:password@ as "***@", a query as "?..." (s3 keys are shown whole). */
 static void shown_url (const char *text, char *buf, size_t size)
 {
+    const char *scheme_end = strstr (text, "://");
+    const char *at = NULL;
     size_t n = 0;
+    int is_s3 = !strncmp (text, "s3:", 3);
 
-    for (const char *p = text; *p && n + 4 < size && n < 200; p++) {
-        if (*p == '?' && strncmp (text, "s3:", 3) != 0) {
+    if (scheme_end && !is_s3) {
+        const char *auth = scheme_end + 3;
+        size_t alen = strcspn (auth, "/?#");
+        const char *p = memchr (auth, '@', alen);
+
+        while (p && memchr (p + 1, '@', (size_t) (auth + alen - p - 1)))
+            p = memchr (p + 1, '@', (size_t) (auth + alen - p - 1));
+        at = p;
+    }
+    for (const char *p = text; *p && n + 5 < size && n < 200; p++) {
+        if (at && p == scheme_end + 3) {
+            memcpy (buf + n, "***", 3);
+            n += 3;
+            p = at;
+        }
+        if (*p == '?' && !is_s3) {
             memcpy (buf + n, "?...", 4);
             n += 4;
             break;

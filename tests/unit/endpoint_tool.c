@@ -129,6 +129,7 @@ static const char *errno_name (int e)
         case ETIMEDOUT: return "ETIMEDOUT";
         case EIO: return "EIO";
         case EFBIG: return "EFBIG";
+        case EHOSTUNREACH: return "EHOSTUNREACH";
         default: return "other";
     }
 }
@@ -235,7 +236,7 @@ int main (int argc, char **argv)
     else
         usage ();
     if (rc == 0)
-        printf ("ok bytes=%" PRIu64 " size=%" PRIu64 " requests=%u "
+        fprintf (fd == STDOUT_FILENO ? stderr : stdout, "ok bytes=%" PRIu64 " size=%" PRIu64 " requests=%u "
                 "retries=%u parts=%u resumed=%u aborted=%d status=%d\n",
                 res.bytes, res.size, res.requests, res.retries, res.parts,
                 res.parts_resumed, res.aborted_upload, res.http_status);
