@@ -12,6 +12,11 @@ test_sigv4_CPPFLAGS = $(AM_CPPFLAGS) \
 test_sigv4_LDFLAGS = $(AM_LDFLAGS) $(WRAP_ALLOC_FLAGS)
 test_sigv4_LDADD = $(REMOTE_LDADD)
 
+check_PROGRAMS += test_endpoint
+
+test_endpoint_LDFLAGS = $(AM_LDFLAGS) $(WRAP_ALLOC_FLAGS)
+test_endpoint_LDADD = $(REMOTE_LDADD)
+
 AM_TESTS_ENVIRONMENT += \
 	TIER_SIGV4_FIXTURES='$(abs_srcdir)/fixtures/sigv4'; \
 	export TIER_SIGV4_FIXTURES;
