@@ -7,6 +7,7 @@ TESTS += \
 	t/0120-endpoints.t
 
 EXTRA_DIST += \
-	lib/endpoints.sh
+	lib/endpoints.sh \
+	lib/flaky_http.py
 
 # End of tests/endpoint.mk

@@ -91,6 +91,44 @@ test_expect_success 'a malformed credentials file names file, line and key, not 
     grep -q "bad: no \[default\] profile" err
 '
 
+# A server that fails on purpose: the first GET of a file stops halfway,
+# the first PUT gets a 503.
+FLAKY_PID=""
+test_at_exit 'test -n "$FLAKY_PID" && kill "$FLAKY_PID"'
+test_expect_success 'start a flaky HTTP server on loopback' '
+    mkdir -p flaky &&
+    { python3 "$TIER_SRCDIR/tests/lib/flaky_http.py" "$TRASH/flaky" \
+          >flaky.port 2>flaky.err & } &&
+    FLAKY_PID=$! &&
+    wait_for 10 test -s flaky.port &&
+    FLAKY=http://127.0.0.1:$(cat flaky.port)
+'
+
+test_expect_success 'http: a GET cut short is resumed with Range and If-Range' '
+    random_file flaky/obj $((3 * MIB + 3)) &&
+    "$TOOL" -R 2 get "$FLAKY/obj" obj.back >get.out &&
+    cmp flaky/obj obj.back &&
+    test "$(field get.out retries)" = 1 &&
+    test "$(field get.out requests)" = 2 &&
+    half=$(( (3 * MIB + 3) / 2 )) &&
+    grep -q "GET /obj range=bytes=$half- if-range=\"v1\"" \
+        flaky/requests.log
+'
+
+test_expect_success 'http: a PUT answered 503 is retried' '
+    random_file small.src 100000 &&
+    "$TOOL" -R 2 -n put small.src "$FLAKY/up2" >put.out &&
+    cmp small.src flaky/up2.put &&
+    test "$(field put.out retries)" = 1 &&
+    test "$(grep -c "^PUT /up2 " flaky/requests.log)" = 2
+'
+
+test_expect_success 'http: without retries the 503 is the answer' '
+    test_expect_code_ 1 "$TOOL" -R -1 -n put small.src "$FLAKY/up3" \
+        2>err &&
+    grep -q "$FLAKY/up3: PUT: HTTP 503" err
+'
+
 test_expect_success S3RVER 'start s3rver on loopback' '
     s3rver_start "$TRASH/s3" bucket &&
     { cat creds.base &&
