@@ -26,7 +26,7 @@ setup_src () {
 
 test_expect_success 'a copy of configure' 'setup_src'
 for dep in jansson:libjansson-dev lmdb:liblmdb-dev libpmem:libpmem-dev \
-           libcurl:libcurl4-openssl-dev gsl:libgsl-dev; do
+           libcurl:libcurl4-openssl-dev gsl:libgsl-dev libcrypto:libssl-dev; do
     pc=${dep%%:*}
     pkg=${dep#*:}
     test_expect_success "without $pc.pc configure stops naming $pkg" "

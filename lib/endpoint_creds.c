@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* endpoint_creds.c - the per-user S3 credentials file
+ *
+ * Secrets never reach a message: errors name the file, the line, the
+ * profile and the key, and a line that cannot be parsed is not shown.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "endpoint.h"
+
+#define CREDS_MAX_SIZE (64u << 10)
+
+static void free_secret (char *s)
+{
+    if (s) {
+        explicit_bzero (s, strlen (s));
+        free (s);
+    }
+}
+
+void tier_creds_destroy (struct tier_creds *c)
+{
+    if (c) {
+        int saved = errno;
+
+        free (c->file);
+        free (c->profile);
+        free (c->access_key);
+        free_secret (c->secret_key);
+        free_secret (c->session_token);
+        free (c->region);
+        free (c->endpoint);
+        free (c);
+        errno = saved;
+    }
+}
+
+enum ckey {
+    K_ACCESS, K_SECRET, K_TOKEN, K_REGION, K_ENDPOINT, K_ADDRESSING, K_COUNT
+};
+
+static const char *const key_names[K_COUNT] = {
+    "access_key", "secret_key", "session_token", "region", "endpoint",
+    "addressing",
+};
+
+static char *trim (char *s)
+{
+    char *e;
+
+    while (*s == ' ' || *s == '\t')
+        s++;
+    e = s + strlen (s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+        *--e = '\0';
+    return s;
+}
+
+static int syntax (tier_error_t *error, const char *file, int line,
+                   const char *fmt, ...)
+    __attribute__ ((format (printf, 4, 5)));
+
+static int syntax (tier_error_t *error, const char *file, int line,
+                   const char *fmt, ...)
+{
+    char why[200];
+    va_list ap;
+
+    va_start (ap, fmt);
+    vsnprintf (why, sizeof (why), fmt, ap);
+    va_end (ap);
+    errno = EINVAL;
+    return tier_errprintf (error, "%s:%d: %s", file, line, why);
+}
+
+static int check_values (struct tier_creds *c, tier_error_t *error)
+{
+    const char *f = c->file, *p = c->profile;
+
+    if (!c->access_key) {
+        errno = EINVAL;
+        return tier_errprintf (error, "%s: [%s]: no access_key", f, p);
+    }
+    if (!c->secret_key) {
+        errno = EINVAL;
+        return tier_errprintf (error, "%s: [%s]: no secret_key", f, p);
+    }
+    for (const char *s = c->access_key; *s; s++) {
+        if (!isascii ((unsigned char) *s) || !isgraph ((unsigned char) *s)) {
+            errno = EINVAL;
+            return tier_errprintf (error, "%s: [%s]: access_key holds a "
+                                   "blank or non-ASCII character", f, p);
+        }
+    }
+    if (!c->region && !(c->region = strdup ("us-east-1")))
+        return -1;
+    for (const char *s = c->region; *s; s++) {
+        if (!isascii ((unsigned char) *s)
+            || !(islower ((unsigned char) *s) || isdigit ((unsigned char) *s)
+                 || *s == '-')) {
+            errno = EINVAL;
+            return tier_errprintf (error, "%s: [%s]: region '%s' is not a "
+                                   "region name", f, p, c->region);
+        }
+    }
+    if (c->endpoint) {
+        tier_error_t e;
+        struct tier_url *u = tier_url_parse (c->endpoint, &e);
+
+        if (!u) {
+            if (errno == ENOMEM)
+                return -1;
+            return tier_errprintf (error, "%s: [%s]: endpoint: %s", f, p,
+                                   e.text);
+        }
+        if (u->scheme == TIER_URL_S3 || strcmp (u->path, "/") != 0
+            || u->query) {
+            tier_url_destroy (u);
+            errno = EINVAL;
+            return tier_errprintf (error, "%s: [%s]: endpoint must be "
+                                   "http(s)://HOST[:PORT] without a path",
+                                   f, p);
+        }
+        tier_url_destroy (u);
+    }
+    return 0;
+}
+
+struct tier_creds *tier_creds_parse (const char *text, const char *file,
+                                     const char *profile,
+                                     tier_error_t *error)
+{
+    struct tier_creds *c = NULL;
+    char *copy = NULL, *line, *next;
+    char **slot[K_COUNT];
+    int lineno = 0, in_profile = 0, any_section = 0, found = 0;
+    char *addressing = NULL;
+
+    if (!file)
+        file = "credentials";
+    if (!profile || !*profile)
+        profile = "default";
+    if (!(c = calloc (1, sizeof (*c))) || !(c->file = strdup (file))
+        || !(c->profile = strdup (profile)) || !(copy = strdup (text)))
+        goto nomem;
+    slot[K_ACCESS] = &c->access_key;
+    slot[K_SECRET] = &c->secret_key;
+    slot[K_TOKEN] = &c->session_token;
+    slot[K_REGION] = &c->region;
+    slot[K_ENDPOINT] = &c->endpoint;
+    slot[K_ADDRESSING] = &addressing;
+
+    for (line = copy; line; line = next) {
+        char *eq, *key, *value;
+        int k;
+
+        lineno++;
+        if ((next = strchr (line, '\n')))
+            *next++ = '\0';
+        line = trim (line);
+        if (*line == '\0' || *line == '#' || *line == ';')
+            continue;
+        if (*line == '[') {
+            char *end = strchr (line, ']');
+            char *name;
+
+            if (!end || end[1] != '\0') {
+                syntax (error, file, lineno, "expected '[profile]'");
+                goto error;
+            }
+            *end = '\0';
+            name = trim (line + 1);
+            if (!*name) {
+                syntax (error, file, lineno, "empty profile name");
+                goto error;
+            }
+            if (!strcmp (name, profile) && found) {
+                syntax (error, file, lineno, "profile [%s] appears twice",
+                        profile);
+                goto error;
+            }
+            in_profile = !strcmp (name, profile);
+            found |= in_profile;
+            any_section = 1;
+            continue;
+        }
+        if (!(eq = strchr (line, '='))) {
+            syntax (error, file, lineno, "expected 'key = value' (the line "
+                    "is not shown: it may hold a secret)");
+            goto error;
+        }
+        *eq = '\0';
+        key = trim (line);
+        value = trim (eq + 1);
+        for (k = 0; k < K_COUNT; k++)
+            if (!strcmp (key, key_names[k]))
+                break;
+        if (k == K_COUNT) {
+            syntax (error, file, lineno, "unknown key '%.60s' (access_key, "
+                    "secret_key, session_token, region, endpoint, "
+                    "addressing)", key);
+            goto error;
+        }
+        if (!any_section) {
+            syntax (error, file, lineno, "%s outside a [profile] section",
+                    key_names[k]);
+            goto error;
+        }
+        if (*value == '\0') {
+            syntax (error, file, lineno, "%s has no value", key_names[k]);
+            goto error;
+        }
+        if (!in_profile)
+            continue;
+        if (*slot[k]) {
+            syntax (error, file, lineno, "%s appears twice", key_names[k]);
+            goto error;
+        }
+        if (!(*slot[k] = strdup (value)))
+            goto nomem;
+    }
+    if (!found) {
+        errno = ENOENT;
+        tier_errprintf (error, "%s: no [%s] profile", file, profile);
+        goto error;
+    }
+    if (addressing) {
+        if (!strcmp (addressing, "path"))
+            c->addressing = TIER_S3_ADDR_PATH;
+        else if (!strcmp (addressing, "virtual"))
+            c->addressing = TIER_S3_ADDR_VIRTUAL;
+        else {
+            errno = EINVAL;
+            tier_errprintf (error, "%s: [%s]: addressing '%.20s' is not "
+                            "path or virtual", file, profile, addressing);
+            goto error;
+        }
+    }
+    if (check_values (c, error) < 0) {
+        if (errno == ENOMEM)
+            goto nomem;
+        goto error;
+    }
+    free (addressing);
+    explicit_bzero (copy, strlen (text));
+    free (copy);
+    return c;
+nomem:
+    errno = ENOMEM;
+    tier_errprintf (error, "%s: out of memory", file);
+error:
+    free (addressing);
+    if (copy) {
+        explicit_bzero (copy, strlen (text));
+        free (copy);
+    }
+    tier_creds_destroy (c);
+    return NULL;
+}
+
+struct tier_creds *tier_creds_load (const char *path, const char *profile,
+                                    uid_t uid, tier_error_t *error)
+{
+    struct tier_creds *c;
+    struct stat st;
+    char *buf;
+    size_t len = 0;
+    int fd;
+
+    if ((fd = open (path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY
+                              | O_NONBLOCK)) < 0) {
+        if (errno == ELOOP)
+            errno = EPERM, tier_errprintf (error, "%s: is a symlink: "
+                                           "refused", path);
+        else
+            tier_errprintf (error, "%s: %s", path, strerror (errno));
+        return NULL;
+    }
+    if (fstat (fd, &st) < 0) {
+        tier_errprintf (error, "%s: %s", path, strerror (errno));
+        goto fail;
+    }
+    if (!S_ISREG (st.st_mode)) {
+        errno = EPERM;
+        tier_errprintf (error, "%s: not a regular file: refused", path);
+        goto fail;
+    }
+    if (st.st_uid != uid) {
+        errno = EPERM;
+        tier_errprintf (error, "%s: owned by uid %u, not %u: refused", path,
+                        (unsigned) st.st_uid, (unsigned) uid);
+        goto fail;
+    }
+    if (st.st_mode & 077) {
+        errno = EPERM;
+        tier_errprintf (error, "%s: mode %04o lets others read it: refused "
+                        "(chmod 600 %s)", path,
+                        (unsigned) (st.st_mode & 07777), path);
+        goto fail;
+    }
+    if (st.st_size > CREDS_MAX_SIZE) {
+        errno = EFBIG;
+        tier_errprintf (error, "%s: larger than %u bytes", path,
+                        CREDS_MAX_SIZE);
+        goto fail;
+    }
+    if (!(buf = malloc ((size_t) st.st_size + 1))) {
+        tier_errprintf (error, "%s: out of memory", path);
+        goto fail;
+    }
+    while (len < (size_t) st.st_size) {
+        ssize_t n = read (fd, buf + len, (size_t) st.st_size - len);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                break;
+            tier_errprintf (error, "%s: %s", path, strerror (errno));
+            explicit_bzero (buf, len);
+            free (buf);
+            goto fail;
+        }
+        len += (size_t) n;
+    }
+    buf[len] = '\0';
+    close (fd);
+    c = tier_creds_parse (buf, path, profile, error);
+    explicit_bzero (buf, len);
+    free (buf);
+    return c;
+fail:
+    {
+        int saved = errno;
+
+        close (fd);
+        errno = saved;
+    }
+    return NULL;
+}
+
+int tier_creds_path (const char *shared_state_dir, const char *user,
+                     char *buf, size_t size)
+{
+    int n;
+
+    if (!shared_state_dir || !*shared_state_dir || !user || !*user
+        || strchr (user, '/') || !strcmp (user, ".")
+        || !strcmp (user, "..")) {
+        errno = EINVAL;
+        return -1;
+    }
+    n = snprintf (buf, size, "%s/users/%s/credentials", shared_state_dir,
+                  user);
+    if (n < 0 || (size_t) n >= size) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
