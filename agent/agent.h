@@ -147,6 +147,24 @@ void mirror_job_binds (struct agent *a, const struct store_job *job,
 void mirror_drop (struct agent *a, uid_t uid, const char *key,
                   const char *path);
 
+/* migrate.c: stage-out, the write cache's migrations to the GFS */
+int migrate_init (struct agent *a);
+json_t *op_job_stageout (struct agent *a, struct conn *c, json_t *req,
+                         tier_error_t *error);
+json_t *op_job_stageout_sync (struct agent *a, struct conn *c, json_t *req,
+                              tier_error_t *error);
+json_t *op_job_outputs (struct agent *a, struct conn *c, json_t *req,
+                        tier_error_t *error);
+void migrate_job_end (struct agent *a, const struct store_job *job);
+void migrate_conn_gone (struct agent *a, struct conn *c);
+bool migrate_child (struct agent *a, pid_t pid, int status);
+void migrate_tick (struct agent *a);
+json_t *migrate_status_json (struct agent *a);
+/* set the endpoint role's migrations_pending/failed of c to what this
+ * node's migrators hold now for batch */
+void migrate_gauges (struct agent *a, uint32_t batch,
+                     struct tier_counters *c);
+
 /* tiers.c */
 void tiers_init (struct agent *a);
 json_t *tiers_json (struct agent *a);

@@ -216,6 +216,8 @@ int main (int argc, char **argv)
         tier_log_exit ("%s", error.text);
     if (replica_init (&a) < 0)
         tier_log_exit ("the replica cache cannot start");
+    if (migrate_init (&a) < 0)
+        tier_log_exit ("stage-out cannot start");
     tier_log (LOG_NOTICE, "tierd %s serving node %s on %s", PACKAGE_VERSION,
               a.node, a.sockpath);
     (void) server_run (&a);

@@ -874,3 +874,37 @@ fail:
     tier_policy_set_destroy (out);
     return NULL;
 }
+
+/* The endpoint directories of a job's frozen set, for the plugin's
+ * output overlays: a ',' list with '\' escapes ("" if none).
+ */
+int policy_job_endpoint (struct agent *a, const struct store_job *job,
+                         char *out, size_t size)
+{
+    struct tier_policy_set *set = frozen_load (a, job);
+    size_t o = 0;
+
+    out[0] = '\0';
+    if (!set)
+        return -1;
+    for (int i = 0; i < set->n; i++) {
+        const struct tier_policy *p = &set->v[i];
+        struct tier_policy_match m;
+        char esc[2 * PATH_MAX];
+        size_t n;
+
+        if (p->role != TIER_POLICY_ENDPOINT
+            || tier_policy_resolve (set, p->dir, &m) < 0 || !m.policy
+            || m.policy->role != TIER_POLICY_ENDPOINT
+            || tier_list_escape (p->dir, esc, sizeof (esc)) < 0)
+            continue;
+        n = strlen (esc);
+        if (o + n + 2 > size)
+            break;
+        if (o)
+            out[o++] = ',';
+        memcpy (out + o, esc, n + 1);
+        o += n;
+    }
+    return 0;
+}

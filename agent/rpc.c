@@ -357,6 +357,9 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
         if (refused[0])
             json_object_set_new (res, "refused", json_string (refused));
     }
+    if (res && policy_job_endpoint (a, &job, scratch, sizeof (scratch)) == 0
+        && scratch[0])
+        json_object_set_new (res, "stage_out", json_string (scratch));
     if (res && policy_job_batch (a, &job, scratch, sizeof (scratch)) == 0)
         json_object_set_new (res, "batch", json_string (scratch));
     if (res && scratch[0] && job.steps == 1) {
@@ -400,6 +403,7 @@ static json_t *op_job_end (struct agent *a, struct conn *c, json_t *req,
     }
     if (job.state == STORE_JOB_RUNNING) {
         stage_job_end (a, &job);
+        migrate_job_end (a, &job);
         job.state = STORE_JOB_ENDED;
         job.ended = time (NULL);
         if (store_job_put (a->store, &job, error) < 0)
@@ -653,8 +657,9 @@ static json_t *op_status (struct agent *a, struct conn *c, json_t *req,
 
     (void) store_job_foreach (a->store, count_cb, &cc, error);
     json_t *reps = replica_status_json (a);
+    json_t *migs = migrate_status_json (a);
 
-    return json_pack ("{s:s s:s s:i s:I s:b s:o s:{s:i s:i} s:o}",
+    return json_pack ("{s:s s:s s:i s:I s:b s:o s:{s:i s:i} s:o s:o}",
                       "version", PACKAGE_VERSION,
                       "node", a->node,
                       "pid", (int) getpid (),
@@ -663,7 +668,8 @@ static json_t *op_status (struct agent *a, struct conn *c, json_t *req,
                       "enabled", !a->disabled && a->conf->enabled,
                       "tiers", tiers ? tiers : json_object (),
                       "jobs", "running", cc.running, "registered", cc.total,
-                      "replicas", reps ? reps : json_object ());
+                      "replicas", reps ? reps : json_object (),
+                      "migrations", migs ? migs : json_object ());
 }
 
 static const struct rpc_op ops[] = {
@@ -686,6 +692,9 @@ static const struct rpc_op ops[] = {
     { "replica.evict", op_replica_evict, false },
     { "replica.list", op_replica_list, false },
     { "replica.mirror", op_replica_mirror, false },
+    { "job.stageout", op_job_stageout, true },
+    { "job.stageout_sync", op_job_stageout_sync, false },
+    { "job.outputs", op_job_outputs, false },
     { NULL, NULL, false },
 };
 

@@ -176,6 +176,8 @@ static void conn_close (struct agent *a, struct conn *c)
 {
     if (c->waiting)
         replica_conn_gone (a, c);
+    if (c->waiting)
+        migrate_conn_gone (a, c);
     (void) epoll_ctl (a->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close (c->fd);
     tier_msgreader_fini (&c->rd);
@@ -414,7 +416,8 @@ static void do_timer (struct agent *a)
         pid_t pid;
         int status;
         while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
-            (void) replica_child (a, pid, status);
+            if (!replica_child (a, pid, status))
+                (void) migrate_child (a, pid, status);
     }
     for (c = a->conns; c; c = next) {
         next = c->next;
@@ -433,6 +436,7 @@ static void do_timer (struct agent *a)
     }
     stats_tick (a, false);
     replica_tick (a);
+    migrate_tick (a);
     if (now - a->last_flush_ms >= AGENT_FLUSH_MS) {
         (void) ctr_flush (a);
         (void) replica_flush (a);

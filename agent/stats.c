@@ -246,6 +246,7 @@ static void publish (struct agent *a, struct batch_info *b, int64_t now)
 
     if (ctr_get (a, TIER_SCOPE_BATCH, b->batch, &ctr) < 0)
         return;
+    migrate_gauges (a, b->batch, &ctr);
     if (s && b->running)
         series_add (s, now, &ctr);
     o = json_pack ("{s:i s:I s:s s:s s:I s:i s:I}",

@@ -28,6 +28,7 @@ struct store {
     MDB_dbi jobs;
     MDB_dbi counters;
     MDB_dbi replicas;
+    MDB_dbi outputs;
 };
 
 #define COUNTERS_MAGIC 0x43524954u      /* "TIRC" */
@@ -98,6 +99,7 @@ struct store *store_open (const char *dir, size_t mapsize,
         || (rc = mdb_dbi_open (txn, "jobs", MDB_CREATE, &st->jobs))
         || (rc = mdb_dbi_open (txn, "counters", MDB_CREATE, &st->counters))
         || (rc = mdb_dbi_open (txn, "replicas", MDB_CREATE, &st->replicas))
+        || (rc = mdb_dbi_open (txn, "outputs", MDB_CREATE, &st->outputs))
         || (rc = mdb_txn_commit (txn))) {
         txn = NULL;
         lmdb_err (error, rc, "open databases");
@@ -481,8 +483,8 @@ int store_counters_delete (struct store *st, enum tier_scope scope,
     return 0;
 }
 
-int store_replica_apply (struct store *st, const struct store_kv *kv, int n,
-                         tier_error_t *error)
+static int kv_apply (struct store *st, MDB_dbi dbi, const struct store_kv *kv,
+                     int n, tier_error_t *error)
 {
     MDB_txn *txn;
     int rc = 0;
@@ -496,9 +498,9 @@ int store_replica_apply (struct store *st, const struct store_kv *kv, int n,
         if (kv[i].val) {
             val.mv_size = strlen (kv[i].val);
             val.mv_data = (void *) kv[i].val;
-            rc = mdb_put (txn, st->replicas, &key, &val, 0);
+            rc = mdb_put (txn, dbi, &key, &val, 0);
         }
-        else if ((rc = mdb_del (txn, st->replicas, &key, NULL))
+        else if ((rc = mdb_del (txn, dbi, &key, NULL))
                  == MDB_NOTFOUND)
             rc = 0;
     }
@@ -511,8 +513,8 @@ int store_replica_apply (struct store *st, const struct store_kv *kv, int n,
     return 0;
 }
 
-int store_replica_foreach (struct store *st, store_kv_f cb, void *arg,
-                           tier_error_t *error)
+static int kv_foreach (struct store *st, MDB_dbi dbi, store_kv_f cb,
+                       void *arg, tier_error_t *error)
 {
     MDB_val key, val;
     MDB_txn *txn;
@@ -521,13 +523,13 @@ int store_replica_foreach (struct store *st, store_kv_f cb, void *arg,
 
     if ((rc = mdb_txn_begin (st->env, NULL, MDB_RDONLY, &txn)))
         return lmdb_err (error, rc, "list replicas");
-    if ((rc = mdb_cursor_open (txn, st->replicas, &cur))) {
+    if ((rc = mdb_cursor_open (txn, dbi, &cur))) {
         mdb_txn_abort (txn);
         return lmdb_err (error, rc, "list replicas");
     }
     for (rc = mdb_cursor_get (cur, &key, &val, MDB_FIRST); rc == 0;
          rc = mdb_cursor_get (cur, &key, &val, MDB_NEXT)) {
-        char k[512];
+        char k[PATH_MAX + 128];
         if (key.mv_size >= sizeof (k))
             continue;
         memcpy (k, key.mv_data, key.mv_size);
@@ -540,4 +542,54 @@ int store_replica_foreach (struct store *st, store_kv_f cb, void *arg,
     if (rc && rc != MDB_NOTFOUND)
         return lmdb_err (error, rc, "list replicas");
     return 0;
+}
+
+int store_replica_apply (struct store *st, const struct store_kv *kv, int n,
+                         tier_error_t *error)
+{
+    return kv_apply (st, st->replicas, kv, n, error);
+}
+
+int store_replica_foreach (struct store *st, store_kv_f cb, void *arg,
+                           tier_error_t *error)
+{
+    return kv_foreach (st, st->replicas, cb, arg, error);
+}
+
+int store_output_apply (struct store *st, const struct store_kv *kv, int n,
+                        tier_error_t *error)
+{
+    return kv_apply (st, st->outputs, kv, n, error);
+}
+
+int store_output_foreach (struct store *st, store_kv_f cb, void *arg,
+                          tier_error_t *error)
+{
+    return kv_foreach (st, st->outputs, cb, arg, error);
+}
+
+int store_output_get (struct store *st, const char *k, char **val,
+                      size_t *len, tier_error_t *error)
+{
+    MDB_val key = { strlen (k), (void *) k }, v;
+    MDB_txn *txn;
+    int rc;
+
+    *val = NULL;
+    if ((rc = mdb_txn_begin (st->env, NULL, MDB_RDONLY, &txn)))
+        return lmdb_err (error, rc, "read output");
+    if ((rc = mdb_get (txn, st->outputs, &key, &v)) == 0
+        && (*val = malloc (v.mv_size + 1))) {
+        memcpy (*val, v.mv_data, v.mv_size);
+        (*val)[v.mv_size] = '\0';
+        *len = v.mv_size;
+    }
+    mdb_txn_abort (txn);
+    if (rc == MDB_NOTFOUND) {
+        errno = ENOENT;
+        return -1;
+    }
+    if (rc)
+        return lmdb_err (error, rc, "read output");
+    return *val ? 0 : (errno = ENOMEM, -1);
 }

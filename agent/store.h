@@ -109,4 +109,15 @@ typedef int (*store_kv_f) (const char *key, const void *val, size_t len,
 int store_replica_foreach (struct store *st, store_kv_f cb, void *arg,
                            tier_error_t *error);
 
+/* The stage-out manifest (migrate.c): one record per output file, keyed
+ * "JOB.RESTART/K/REL".
+ */
+int store_output_apply (struct store *st, const struct store_kv *kv, int n,
+                        tier_error_t *error);
+int store_output_foreach (struct store *st, store_kv_f cb, void *arg,
+                          tier_error_t *error);
+/* One record (malloc'd, NUL-terminated); -1 with ENOENT if none. */
+int store_output_get (struct store *st, const char *key, char **val,
+                      size_t *len, tier_error_t *error);
+
 #endif /* !TIER_STORE_H */

@@ -64,5 +64,8 @@ int cmd_list (struct ctl *ctl, int argc, char **argv);
 int cmd_prefetch (struct ctl *ctl, int argc, char **argv);  /* replicas */
 int cmd_evict (struct ctl *ctl, int argc, char **argv);
 int cmd_replicas (struct ctl *ctl, int argc, char **argv);
+int cmd_outputs (struct ctl *ctl, int argc, char **argv);   /* stage-out */
+int cmd_flush (struct ctl *ctl, int argc, char **argv);
+int cmd_wait (struct ctl *ctl, int argc, char **argv);
 
 #endif /* !TIER_CTL_H */

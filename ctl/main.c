@@ -95,6 +95,26 @@ const struct ctl_cmd ctl_cmds[] = {
       "Each replica with its size, how often it was opened, whether this\n"
       "node fetched it (and so evicts it: LRU past BBCapacity, after the\n"
       "policy's ttl), when, and its source.", cmd_replicas },
+    { "outputs", "--job ID [--json]",
+      "a job's output files on this node and where they stand",
+      "Each file written under the job's output directories (--tier-\n"
+      "stage-out, endpoint policies) on this node: on the GFS (with its\n"
+      "size and SHA-256), pending, failed (and why: it is kept on the\n"
+      "write cache and retried) or in conflict (somebody else changed the\n"
+      "GFS file during the job: kept, never overwritten).  The job's\n"
+      "owner, root and SlurmUser.  Each node also writes its manifest to\n"
+      "SharedStateDir/users/USER/jobs/JOB.RESTART/outputs-NODE.json.",
+      cmd_outputs },
+    { "flush", "--job ID [--timeout S] [--json]",
+      "retry a job's outputs that did not reach the GFS, now",
+      "Publishes what the job's outputs hold and retries failed ones at\n"
+      "once (say, after the GFS directory was made writable again); waits\n"
+      "up to S seconds (default 30).  Exit status 1 while some are left.",
+      cmd_flush },
+    { "wait", "--job ID [--timeout S] [--json]",
+      "wait until a job's outputs on this node are all on the GFS",
+      "Exit status 0 once every output is on the GFS (or in conflict),\n"
+      "1 if the timeout passed first.", cmd_wait },
     { "jobs", "[--json]", "list the jobs the node's agent registered",
       "A user sees their own jobs; root and SlurmUser see all.  States:\n"
       "running, ended (its epilog ran), reconciled (it ended while the agent\n"

@@ -47,6 +47,8 @@ struct tier_conf {
     bool enabled;               /* Enabled: no = every job runs untiered */
     uint64_t agent_timeout_ms;  /* AgentTimeout: client RPC timeout */
     uint64_t stage_in_timeout;  /* StageInTimeout (s): tasks wait this long */
+    uint64_t stage_out_timeout; /* StageOutTimeout (s): the epilog waits this
+                                 * long for outputs to reach the GFS */
     uint64_t stats_interval_ms; /* StatsInterval: snapshots this often */
     uint64_t stats_retention;   /* StatsRetention (s): ended jobs' stats */
     char *metrics_file;         /* MetricsFile: node_exporter textfile */

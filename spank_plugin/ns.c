@@ -37,6 +37,7 @@
 #include "lib/paths.h"
 #include "ns.h"
 #include "opts.h"
+#include "stage.h"
 #include "tier.h"
 
 /* Credentials for file work on the user's behalf, in a single-threaded
@@ -265,6 +266,76 @@ out:
     return rc;
 }
 
+/* One output directory (stage-out): an overlay whose upper layer is the
+ * job's write cache, NvdimmDir/.outbox/JOB.RESTART/K/upper -- outside
+ * the job's own NVDIMM directory, so that it outlives the job until the
+ * agent's migrator has taken every file to the GFS.
+ */
+static int mount_outbox (const struct mount_ctx *m, int k, const char *dir,
+                         tier_error_t *error)
+{
+    char name[32];
+    struct stat st;
+    int lowerfd = -1, rootfd = -1, boxfd = -1, jobfd = -1, kfd = -1;
+    int upfd = -1, workfd = -1, rc = -1;
+
+    if (!m->conf->nvdimm_dir[0]) {
+        errno = ENOENT;
+        return tier_errprintf (error, "--tier-stage-out: this node has no "
+                               "fast tier for a write cache (NvdimmDir is "
+                               "not set)");
+    }
+    if ((lowerfd = tier_resolve_dir (m, "--tier-stage-out", dir, error)) < 0)
+        return -1;
+    if (m->conf->gfs_root_squash || root_squashed (lowerfd)) {
+        errno = EACCES;
+        tier_errprintf (error, "--tier-stage-out: %s: the GFS squashes root, "
+                        "so a write cache cannot be mounted over it", dir);
+        goto out;
+    }
+    if (fstat (lowerfd, &st) < 0) {
+        tier_errprintf (error, "%s: %s", dir, strerror (errno));
+        goto out;
+    }
+    if ((rootfd = tier_root_open (m->conf->nvdimm_dir, error)) < 0
+        || (boxfd = subdir (rootfd, ".outbox", 0700, error)) < 0)
+        goto out;
+    (void) snprintf (name, sizeof (name), "%u.%u", m->job_id, m->restart);
+    if ((jobfd = subdir (boxfd, name, 0700, error)) < 0)
+        goto out;
+    (void) snprintf (name, sizeof (name), "%d", k);
+    if ((kfd = subdir (jobfd, name, 0700, error)) < 0)
+        goto out;
+    if (tier_ovl_dirs (kfd, &upfd, &workfd, error) < 0) {
+        char msg[TIER_ERROR_MAX];
+        (void) snprintf (msg, sizeof (msg), "%s", error->text);
+        tier_errprintf (error, "--tier-stage-out: %s: %s", dir, msg);
+        goto out;
+    }
+    if (fchown (upfd, st.st_uid, st.st_gid) < 0
+        || fchmod (upfd, st.st_mode & 07777) < 0) {
+        tier_errprintf (error, "write cache of %s: %s", dir, strerror (errno));
+        goto out;
+    }
+    if (tier_ovl_mount (lowerfd, upfd, workfd, lowerfd, error) < 0) {
+        char msg[TIER_ERROR_MAX];
+        (void) snprintf (msg, sizeof (msg), "%s", error->text);
+        tier_errprintf (error, "--tier-stage-out: %s: %s", dir, msg);
+        goto out;
+    }
+    rc = 0;
+out:
+    {
+        int fds[] = { lowerfd, rootfd, boxfd, jobfd, kfd, upfd, workfd };
+        int e = errno;
+        for (size_t i = 0; i < sizeof (fds) / sizeof (fds[0]); i++)
+            if (fds[i] >= 0)
+                close (fds[i]);
+        errno = e;
+    }
+    return rc;
+}
+
 /* Eager mode: the mirror tree (on the BB, root's, from the agent) bound
  * read-only over the batch directory, resolved as the user.  A failure
  * leaves the directory to the interposer: it is logged, not fatal.
@@ -351,6 +422,18 @@ static int mount_all (void *arg, tier_error_t *error)
             || mount_scratch (m, k++, dir, size, error) < 0)
             return -1;
     }
+    k = 0;
+    for (p = m->stage_out; (p = tier_list_next (p, item, sizeof (item)));) {
+        char dir[PATH_MAX + 64];
+        uint64_t size;
+        if (tier_item_split (item, dir, sizeof (dir), &size, NULL, 0) < 0) {
+            errno = EINVAL;
+            return tier_errprintf (error, "--tier-stage-out: '%s': invalid",
+                                   item);
+        }
+        if (mount_outbox (m, k++, dir, error) < 0)
+            return -1;
+    }
     bind_all (m);
     return 0;
 }
@@ -375,7 +458,7 @@ int tier_mount_ctx_user (struct mount_ctx *m, uid_t uid, gid_t gid,
 bool tier_ns_wanted (void)
 {
     return tier.opts.scratch[0] != '\0' || tier.opts.stage_in[0] != '\0'
-           || tier.binds[0] != '\0';
+           || tier.binds[0] != '\0' || tier.stage_out[0] != '\0';
 }
 
 int tier_ns_prolog (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
@@ -390,7 +473,9 @@ int tier_ns_setup (spank_t sp, tier_error_t *error)
 {
     struct mount_ctx m = { .conf = tier.conf, .job_id = tier.job_id,
                            .scratch = tier.opts.scratch,
-                           .binds = tier.binds };
+                           .binds = tier.binds,
+                           .stage_out = tier.stage_out,
+                           .restart = tier.restart };
     const char *base = tier.conf->namespace_dir;
     int lockfd, rc = -1;
     uid_t uid;
@@ -414,7 +499,17 @@ int tier_ns_setup (spank_t sp, tier_error_t *error)
     else if (tier_ns_run (base, m.job_id, mount_all, &m, error) == 0) {
         (void) tier_ns_mark (base, m.job_id, "ready");
         (void) tier_ns_write (base, m.job_id, "scratch", m.scratch);
-        rc = 0;
+        if (m.stage_out[0]
+            && (tier_ns_write (base, m.job_id, "stageout", m.stage_out) < 0
+                || tier_stageout_start (tier.conf, m.job_id, m.restart,
+                                        m.stage_out, error) < 0)) {
+            slurm_error ("tier: job %u: stage-out: %s", m.job_id,
+                         error->text);
+            (void) tier_ns_mark (base, m.job_id, "failed");
+            rc = -1;
+        }
+        else
+            rc = 0;
     }
     else
         (void) tier_ns_mark (base, m.job_id, "failed");

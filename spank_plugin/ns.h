@@ -22,6 +22,8 @@ struct mount_ctx {
     int ngroups;
     const char *scratch;        /* --tier-scratch items */
     const char *binds;          /* "DIR=TREE:...": mirrors to bind */
+    const char *stage_out;      /* output directories (escaped, ',') */
+    uint32_t restart;           /* the job's restart count */
 };
 
 /* Fill uid, gid and the user's groups (before forking: NSS lookups). */

@@ -138,6 +138,7 @@ static int register_job (spank_t sp, tier_error_t *error)
     if (getpwuid_r (uid, &pw, pwbuf, sizeof (pwbuf), &pwp) != 0 || !pwp)
         return tier_errprintf (error, "uid %u has no passwd entry",
                                (unsigned) uid);
+    tier.restart = restart;
 
     tier_jw_init (&w, body, sizeof (body));
     tier_jw_str (&w, "op", "job.register");
@@ -179,6 +180,9 @@ static int register_job (spank_t sp, tier_error_t *error)
         if (tier_jr_get_str (reply, strlen (reply), "bind", tier.binds,
                              sizeof (tier.binds)) < 0)
             tier.binds[0] = '\0';
+        if (tier_jr_get_str (reply, strlen (reply), "stage_out",
+                             tier.policy_out, sizeof (tier.policy_out)) < 0)
+            tier.policy_out[0] = '\0';
     }
     {
         bool ok = true;
@@ -200,20 +204,43 @@ static int register_job (spank_t sp, tier_error_t *error)
     return 0;
 }
 
+/* The filename-pattern context of this task of the job. */
+static void pattern_ctx (spank_t sp, struct tier_pattern_ctx *ctx,
+                         char *name, size_t nsize, char *user, size_t usize)
+{
+    uint32_t task = 0, nodeid = 0;
+    struct passwd pw, *pwp = NULL;
+    char buf[4096];
+    uid_t uid;
+
+    memset (ctx, 0, sizeof (*ctx));
+    ctx->job_id = tier.job_id;
+    ctx->array_job_id = tier.batch_id;
+    ctx->is_array = tier.is_array;
+    ctx->node_name = tier.conf->node;
+    if (spank_get_item (sp, S_JOB_ARRAY_TASK_ID, &task) == ESPANK_SUCCESS)
+        ctx->array_task_id = task;
+    if (spank_get_item (sp, S_JOB_NODEID, &nodeid) == ESPANK_SUCCESS)
+        ctx->node_index = nodeid;
+    if (spank_getenv (sp, "SLURM_JOB_NAME", name, (int) nsize)
+        != ESPANK_SUCCESS)
+        (void) snprintf (name, nsize, "job");
+    user[0] = '\0';
+    if (spank_get_item (sp, S_JOB_UID, &uid) == ESPANK_SUCCESS
+        && getpwuid_r (uid, &pw, buf, sizeof (buf), &pwp) == 0 && pwp)
+        (void) snprintf (user, usize, "%s", pw.pw_name);
+    ctx->job_name = name;
+    ctx->user = user;
+}
+
 /* Expand --tier-stage-in for this task of the job, and have the agent
  * start copying (it does so once per job and node; the prolog may have
  * asked already).  A failure is reported when the tasks start.
  */
 static void stage_in_start (spank_t sp)
 {
-    struct tier_pattern_ctx ctx = { .job_id = tier.job_id,
-                                    .array_job_id = tier.batch_id,
-                                    .is_array = tier.is_array,
-                                    .node_name = tier.conf->node };
-    uint32_t task = 0, nodeid = 0;
-    char name[256] = "", user[64] = "";
-    struct passwd pw, *pwp = NULL;
-    char buf[4096];
+    struct tier_pattern_ctx ctx;
+    char name[256], user[64];
     tier_error_t error;
     uid_t uid;
     gid_t gid;
@@ -222,17 +249,7 @@ static void stage_in_start (spank_t sp)
     if (spank_get_item (sp, S_JOB_UID, &uid) != ESPANK_SUCCESS
         || spank_get_item (sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
         return;
-    if (spank_get_item (sp, S_JOB_ARRAY_TASK_ID, &task) == ESPANK_SUCCESS)
-        ctx.array_task_id = task;
-    if (spank_get_item (sp, S_JOB_NODEID, &nodeid) == ESPANK_SUCCESS)
-        ctx.node_index = nodeid;
-    if (spank_getenv (sp, "SLURM_JOB_NAME", name, sizeof (name))
-        != ESPANK_SUCCESS)
-        (void) snprintf (name, sizeof (name), "job");
-    if (getpwuid_r (uid, &pw, buf, sizeof (buf), &pwp) == 0 && pwp)
-        (void) snprintf (user, sizeof (user), "%s", pw.pw_name);
-    ctx.job_name = name;
-    ctx.user = user;
+    pattern_ctx (sp, &ctx, name, sizeof (name), user, sizeof (user));
     if ((n = tier_stage_expand (tier.opts.stage_in, &ctx, tier.stage_items,
                                 TIER_STAGE_ITEMS_MAX, &error)) < 0
         || tier_stage_start (tier.conf, tier.job_id, uid, gid,
@@ -244,6 +261,29 @@ static void stage_in_start (spank_t sp)
     }
     tier.stage_n = n;
     tier.stage_started = 1;
+}
+
+/* The job's output directories on this node: --tier-stage-out expanded
+ * for this task, and the endpoint directories of its policies.
+ */
+static void stage_out_list (spank_t sp)
+{
+    struct tier_pattern_ctx ctx;
+    char name[256], user[64];
+    tier_error_t error;
+
+    tier.stage_out[0] = '\0';
+    if (!tier.opts.stage_out[0] && !tier.policy_out[0])
+        return;
+    pattern_ctx (sp, &ctx, name, sizeof (name), user, sizeof (user));
+    if (tier_stageout_list (tier.opts.stage_out, tier.policy_out, &ctx,
+                            tier.stage_out, sizeof (tier.stage_out),
+                            &error) < 0) {
+        tier.stage_out[0] = '\0';
+        (void) snprintf (tier.ns_error, sizeof (tier.ns_error), "%s",
+                         error.text);
+        slurm_error ("tier: job %u: %s", tier.job_id, error.text);
+    }
 }
 
 int tier_remote_init_post_opt (spank_t sp)
@@ -268,6 +308,7 @@ int tier_remote_init_post_opt (spank_t sp)
         || register_job (sp, &error) < 0)
         goto fail;
     tier.agent_ok = 1;
+    stage_out_list (sp);
     if (tier_ns_wanted () && !tier.scratch_denied) {
         if (tier_ns_setup (sp, &error) == 0)
             tier.ns_ok = 1;
@@ -474,9 +515,44 @@ int slurm_spank_task_exit (spank_t sp, int ac, char **av)
     return 0;
 }
 
+/* Step end: publish what the outputs hold now.  The batch step (whose
+ * exit still reaches the job's stderr) waits a little and reports what
+ * could not reach the GFS.
+ */
+static void stage_out_step_end (spank_t sp)
+{
+    struct tier_stageout_left left;
+    tier_error_t error;
+    uint32_t step = 0;
+    bool batch;
+
+    if (!tier.conf || !tier.ns_ok || !tier.stage_out[0])
+        return;
+    batch = spank_get_item (sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS
+            && step == BATCH_STEP;
+    if (tier_stageout_sync (tier.conf, tier.job_id, batch ? 10000 : 0,
+                            &left, &error) < 0) {
+        slurm_error ("tier: job %u: stage-out: %s", tier.job_id, error.text);
+        return;
+    }
+    if (batch && (left.failed || left.conflicts)) {
+        slurm_spank_log ("tier: warning: %d output file(s) could not be "
+                         "written to the GFS yet (%d in conflict with another "
+                         "writer): they are kept and retried; see tierctl "
+                         "outputs --job %u", left.failed + left.conflicts,
+                         left.conflicts, tier.job_id);
+        /* the job record says so too, while the job is still running
+         * (slurmctld refuses updates once it has finished) */
+        tier_admin_comment (tier.job_id, tier.conf->node, &left);
+    }
+}
+
 int slurm_spank_exit (spank_t sp, int ac, char **av)
 {
     uint32_t step = 0;
+
+    if (spank_context () == S_CTX_REMOTE)
+        stage_out_step_end (sp);
 
     /* Tell the user where pipeline data will be kept: the batch step's
      * exit still reaches its stderr (the copy itself runs in the epilog,

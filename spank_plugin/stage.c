@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "lib/jobns.h"
+#include "lib/paths.h"
 #include "lib/tjson.h"
 #include "lib/units.h"
 #include "ns.h"
@@ -218,5 +219,116 @@ int tier_stage_bind (const struct tier_conf *conf, uint32_t job_id,
         (void) tier_ns_mark (conf->namespace_dir, job_id, "staged");
 out:
     close (lockfd);
+    return rc;
+}
+
+int tier_stageout_list (const char *option, const char *policy_dirs,
+                        const struct tier_pattern_ctx *ctx, char *out,
+                        size_t size, tier_error_t *error)
+{
+    char item[PATH_MAX + 64], dir[PATH_MAX], esc[2 * PATH_MAX];
+    const char *lists[2] = { option, policy_dirs };
+    size_t o = 0;
+
+    out[0] = '\0';
+    for (int l = 0; l < 2; l++) {
+        const char *p = lists[l];
+        while (p && (p = tier_list_next (p, item, sizeof (item)))) {
+            char raw[PATH_MAX + 64];
+            uint64_t size0;
+            size_t n;
+            bool dup = false;
+            if (tier_item_split (item, raw, sizeof (raw), &size0, NULL, 0) < 0)
+                return tier_errprintf (error, "--tier-stage-out: '%s': "
+                                       "invalid", item);
+            if (l == 0) {
+                tier_error_t e;
+                if (tier_pattern_expand (raw, ctx, dir, sizeof (dir), &e) < 0)
+                    return tier_errprintf (error, "--tier-stage-out: %s",
+                                           e.text);
+            }
+            else
+                (void) snprintf (dir, sizeof (dir), "%.4000s", raw);
+            if (tier_list_escape (dir, esc, sizeof (esc)) < 0)
+                return tier_errprintf (error, "--tier-stage-out: %s: name "
+                                       "too long", dir);
+            /* once each (an option may repeat a policy's directory) */
+            {
+                const char *q = out;
+                char have[PATH_MAX + 64];
+                while ((q = tier_list_next (q, have, sizeof (have))))
+                    if (!strcmp (have, esc))
+                        dup = true;
+            }
+            if (dup)
+                continue;
+            n = strlen (esc);
+            if (o + n + 2 > size)
+                return tier_errprintf (error, "--tier-stage-out: too many "
+                                       "directories");
+            if (o)
+                out[o++] = ',';
+            memcpy (out + o, esc, n + 1);
+            o += n;
+        }
+    }
+    return 0;
+}
+
+int tier_stageout_start (const struct tier_conf *conf, uint32_t job_id,
+                         uint32_t restart, const char *list,
+                         tier_error_t *error)
+{
+    static char body[TIER_OPT_VALUE_MAX * 2];
+    char item[PATH_MAX + 64], dir[PATH_MAX + 64], *reply = NULL;
+    const char *p = list;
+    struct tier_jw w;
+    uint64_t size;
+    int rc;
+
+    tier_jw_init (&w, body, sizeof (body));
+    tier_jw_str (&w, "op", "job.stageout");
+    tier_jw_uint (&w, "job_id", job_id);
+    tier_jw_uint (&w, "restart", restart);
+    tier_jw_arr_begin (&w, "dirs");
+    while ((p = tier_list_next (p, item, sizeof (item))))
+        if (tier_item_split (item, dir, sizeof (dir), &size, NULL, 0) == 0)
+            tier_jw_str (&w, NULL, dir);
+    tier_jw_arr_end (&w);
+    if (tier_jw_finish (&w) < 0)
+        return tier_errprintf (error, "stage-out request too large");
+    rc = tier_agent_call (conf, body, &reply, (int) conf->agent_timeout_ms,
+                          error);
+    free (reply);
+    return rc;
+}
+
+int tier_stageout_sync (const struct tier_conf *conf, uint32_t job_id,
+                        int64_t timeout_ms, struct tier_stageout_left *left,
+                        tier_error_t *error)
+{
+    char body[256], *reply = NULL;
+    int64_t v;
+    int rc;
+
+    memset (left, 0, sizeof (*left));
+    (void) snprintf (body, sizeof (body), "{\"op\":\"job.stageout_sync\","
+                     "\"job_id\":%u,\"timeout_ms\":%lld,\"wait\":%s}",
+                     job_id, (long long) timeout_ms,
+                     timeout_ms > 0 ? "true" : "false");
+    rc = tier_agent_call (conf, body, &reply,
+                          (int) (timeout_ms + (int64_t) conf->agent_timeout_ms),
+                          error);
+    if (rc == 0) {
+        size_t len = strlen (reply);
+        if (tier_jr_get_int (reply, len, "pending", &v) == 0)
+            left->pending = (int) v;
+        if (tier_jr_get_int (reply, len, "failed", &v) == 0)
+            left->failed = (int) v;
+        if (tier_jr_get_int (reply, len, "conflicts", &v) == 0)
+            left->conflicts = (int) v;
+        (void) tier_jr_get_bool (reply, len, "timed_out", &left->timed_out);
+    }
+    free (reply);
     return rc;
 }

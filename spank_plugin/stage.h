@@ -40,4 +40,30 @@ int tier_stage_bind (const struct tier_conf *conf, uint32_t job_id,
                      uid_t uid, gid_t gid, char items[][PATH_MAX], int n,
                      tier_error_t *error);
 
+/* Stage-out: the list of the job's output directories on this node --
+ * the --tier-stage-out items expanded for this job, then the frozen
+ * policies' endpoint directories (policy_dirs, as the agent sent it) --
+ * as a ',' list with '\' escapes.  -1 with the failure.
+ */
+int tier_stageout_list (const char *option, const char *policy_dirs,
+                        const struct tier_pattern_ctx *ctx, char *out,
+                        size_t size, tier_error_t *error);
+
+/* Start the job's migrator on this node (its output overlays are
+ * mounted). */
+int tier_stageout_start (const struct tier_conf *conf, uint32_t job_id,
+                         uint32_t restart, const char *list,
+                         tier_error_t *error);
+
+/* Publish what the outputs hold now; wait up to timeout_ms for every
+ * output to reach the GFS (0: do not wait).  The counts of what is left.
+ */
+struct tier_stageout_left {
+    int pending, failed, conflicts;
+    bool timed_out;
+};
+int tier_stageout_sync (const struct tier_conf *conf, uint32_t job_id,
+                        int64_t timeout_ms, struct tier_stageout_left *left,
+                        tier_error_t *error);
+
 #endif /* !TIER_SPANK_STAGE_H */

@@ -444,6 +444,62 @@ int slurm_spank_job_prolog (spank_t sp, int ac, char **av)
     return 0;
 }
 
+/* Say in the job record (AdminComment) what did not reach the GFS.  Only
+ * while slurmctld still takes updates: from the batch step's end; at the
+ * epilog the job has usually finished already (then tierctl outputs and
+ * the agent's log say it).
+ */
+void tier_admin_comment (uint32_t job_id, const char *node,
+                         const struct tier_stageout_left *left)
+{
+    char note[512];
+    job_desc_msg_t desc;
+
+    (void) snprintf (note, sizeof (note), "tier: on node %s, %d output "
+                     "file(s) not on the GFS (%d failed, %d in conflict): "
+                     "kept and retried, see tierctl outputs --job %u", node,
+                     left->pending + left->failed + left->conflicts,
+                     left->failed, left->conflicts, job_id);
+    slurm_init_job_desc_msg (&desc);
+    desc.job_id = job_id;
+    desc.admin_comment = note;
+    if (slurm_update_job (&desc) != SLURM_SUCCESS)
+        slurm_info ("tier: job %u: AdminComment not set: %s", job_id,
+                    slurm_strerror (slurm_get_errno ()));
+}
+
+/* Job end on this node: every output must reach the GFS before the job
+ * completes (afterok dependents wait for the epilogs), within
+ * StageOutTimeout.  What is left is kept and retried by the agent, and
+ * shown in the job record (AdminComment) while Slurm keeps it.
+ */
+static void stage_out_job_end (const struct tier_conf *conf, uint32_t job_id)
+{
+    static char list[TIER_OPT_VALUE_MAX];
+    struct tier_stageout_left left;
+    tier_error_t error;
+
+    if (tier_ns_read (conf->namespace_dir, job_id, "stageout", list,
+                      sizeof (list)) < 0 || !list[0])
+        return;
+    if (tier_stageout_sync (conf, job_id,
+                            (int64_t) conf->stage_out_timeout * 1000, &left,
+                            &error) < 0) {
+        slurm_error ("tier: epilog of job %u: stage-out: %s", job_id,
+                     error.text);
+        return;
+    }
+    if (left.pending || left.failed || left.conflicts) {
+        slurm_error ("tier: on node %s, %d output file(s) of job %u not on "
+                     "the GFS at job end (%d failed, %d in conflict%s): kept "
+                     "and retried", conf->node,
+                     left.pending + left.failed + left.conflicts, job_id,
+                     left.failed, left.conflicts,
+                     left.timed_out ? ", StageOutTimeout passed" : "");
+        tier_admin_comment (job_id, conf->node, &left);
+    }
+}
+
 /* The epilog runs on every node of the job.  Tell the agent the job
  * ended (starting it if it died: it then reconciles what it missed).
  * Always returns 0.
@@ -500,6 +556,7 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
                          (unsigned long long) st.copyups);
     }
 
+    stage_out_job_end (conf, job_id);
     if (tier_agent_call (conf, body, &reply, (int) conf->agent_timeout_ms,
                          &error) < 0) {
         if (errno == ENOENT && strstr (error.text, "not registered"))

@@ -45,6 +45,10 @@ struct tier_plugin {
                                       * (eager mode, agent's reply) */
     char bound[TIER_OPT_VALUE_MAX];  /* "DIR:..." bound on this node */
     char bind_error[1024];      /* why a mirror was not bound */
+    uint32_t restart;           /* the job's restart count */
+    char policy_out[TIER_OPT_VALUE_MAX];  /* endpoint dirs (agent's reply) */
+    char stage_out[TIER_OPT_VALUE_MAX];   /* this job's output directories:
+                                           * expanded options + policies */
     char ns_error[600];         /* why not */
 };
 
@@ -57,6 +61,9 @@ enum tier_cache_mode tier_effective_mode (void);
 
 /* remote.c: slurmstepd */
 int tier_remote_init_post_opt (spank_t sp);
+struct tier_stageout_left;
+void tier_admin_comment (uint32_t job_id, const char *node,
+                         const struct tier_stageout_left *left);
 struct tier_conf *tier_load_conf (tier_error_t *error);
 
 bool tier_job_failed (uint32_t job_id);

@@ -99,7 +99,11 @@ gfsemu_start () {
     mkdir -p "$_gm" || return 1
     _gpf=$(gfsemu_pidfile_ "$_gm")
     _glog=$(gfsemu_log "$_gm")
-    if [ -s "$_gpf" ] && kill -0 "$(cat "$_gpf")" 2>/dev/null; then
+    # a pid file left behind names another process once the pid is reused:
+    # only an emulator serving this mount counts
+    if [ -s "$_gpf" ] && kill -0 "$(cat "$_gpf")" 2>/dev/null \
+       && tr '\0' ' ' <"/proc/$(cat "$_gpf")/cmdline" 2>/dev/null \
+          | grep -qF " $_gm "; then
         echo "gfsemu_start: $_gm is served already" >&2
         return 1
     fi

@@ -296,6 +296,7 @@ test_expect_success 'SIGHUP rereads tier.conf; a bad file is refused and the old
     test "$(agent_pid n1)" = "$p"
 '
 # reloads N: wait until the n1 agent's log has more than N "reloaded" lines
+reloaded_past () { test "$(reloads)" -gt "$1"; }
 reloads () { grep -c "notice: reloaded" "$CLUSTER/log/tierd-n1.log"; }
 test_expect_success 'SIGHUP applies a new SlurmUser: bob may read alice'"'"'s counters' '
     p=$(agent_pid n1) &&
@@ -303,11 +304,11 @@ test_expect_success 'SIGHUP applies a new SlurmUser: bob may read alice'"'"'s co
     grep "belongs to another user" "$TRASH/su0" &&
     cp "$CLUSTER/etc/tier.conf" "$TRASH/tier.conf.saved" &&
     echo "SlurmUser = bob" >>"$CLUSTER/etc/tier.conf" &&
-    n=$(reloads) && kill -HUP $p && wait_for 10 test "$(reloads)" -gt $n &&
+    n=$(reloads) && kill -HUP $p && wait_for 10 reloaded_past $n &&
     as_user bob $TIERCTL -N n1 counters --batch $ARRAY &&
     as_user bob $TIERCTL -N n1 jobs --json | grep -q "\"user\": \"alice\"" &&
     cp "$TRASH/tier.conf.saved" "$CLUSTER/etc/tier.conf" &&
-    n=$(reloads) && kill -HUP $p && wait_for 10 test "$(reloads)" -gt $n &&
+    n=$(reloads) && kill -HUP $p && wait_for 10 reloaded_past $n &&
     ! as_user bob $TIERCTL -N n1 counters --batch $ARRAY 2>"$TRASH/su1" &&
     grep "belongs to another user" "$TRASH/su1"
 '
