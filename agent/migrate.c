@@ -440,8 +440,10 @@ static void migrate_one (struct migrator *m, struct mfile *f)
             f->state = 'W';
         return;
     }
-    if ((src = openat (d->upperfd, f->rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC
-                       | O_NONBLOCK)) < 0) {
+    /* beneath the write cache, no symlink anywhere on the way */
+    if ((src = tier_path_open_beneath (d->upperfd, f->rel, O_RDONLY
+                                       | O_NOFOLLOW | O_NONBLOCK, 0,
+                                       TIER_BENEATH_NO_SYMLINKS)) < 0) {
         if (errno == ENOENT || errno == ELOOP)
             return;                     /* renamed or deleted: sync decides */
         fail (m, f, errno, strerror (errno));
@@ -633,8 +635,9 @@ static int on_command (struct migrator *m, char *line)
         if (line[0] == 'D')
             mark_due (m, k, raw, SETTLE_MS);
         else {
-            int dfd = openat (m->dirs[k].upperfd, raw, O_RDONLY | O_DIRECTORY
-                              | O_NOFOLLOW | O_CLOEXEC);
+            int dfd = tier_path_open_beneath (m->dirs[k].upperfd, raw,
+                                              O_RDONLY | O_DIRECTORY, 0,
+                                              TIER_BENEATH_NO_SYMLINKS);
             if (dfd >= 0) {
                 walk (m, k, dfd, raw, 0);
                 close (dfd);
@@ -843,16 +846,19 @@ static int naws, caws;
 static int mig_send (struct mig *g, const char *fmt, ...)
     __attribute__ ((format (printf, 2, 3)));
 
-static void aw_add (struct agent *a, struct mig *g, int k, const char *rel)
+/* Watch the directory dfd (relative path rel in cache k of g) through
+ * its descriptor: the name was never resolved through a symlink.
+ */
+static void aw_add (struct mig *g, int k, int dfd, const char *rel)
 {
-    char path[PATH_MAX * 2];
+    char path[64];
     int wd;
 
-    (void) snprintf (path, sizeof (path), "%.2048s/.outbox/%u.%u/%d/upper%s%s",
-                     a->conf->nvdimm_dir, g->job_id, g->restart, k,
-                     rel[0] ? "/" : "", rel);
+    /* the magic link leads to the directory itself (no IN_DONT_FOLLOW:
+     * that would watch the link) */
+    (void) snprintf (path, sizeof (path), "/proc/self/fd/%d", dfd);
     if ((wd = inotify_add_watch (ifd, path, IN_CLOSE_WRITE | IN_MOVED_TO
-                                 | IN_CREATE | IN_ONLYDIR | IN_DONT_FOLLOW
+                                 | IN_CREATE | IN_ONLYDIR
                                  | IN_EXCL_UNLINK)) < 0)
         return;
     for (int i = 0; i < naws; i++)
@@ -876,30 +882,62 @@ static void aw_add (struct agent *a, struct mig *g, int k, const char *rel)
     naws++;
 }
 
-/* Watch a directory of the write cache and every directory below it. */
-static void aw_tree (struct agent *a, struct mig *g, int k, const char *rel,
+/* Watch a directory of the write cache and every directory below it,
+ * walking with descriptors (O_NOFOLLOW at every step: the agent is root
+ * and the tree is the user's).
+ */
+static void aw_walk (struct mig *g, int k, int dfd, const char *rel,
                      int depth)
 {
-    char path[PATH_MAX * 2];
+    int fd = openat (dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     struct dirent *de;
     DIR *d;
 
-    aw_add (a, g, k, rel);
-    (void) snprintf (path, sizeof (path), "%.2048s/.outbox/%u.%u/%d/upper%s%s",
-                     a->conf->nvdimm_dir, g->job_id, g->restart, k,
-                     rel[0] ? "/" : "", rel);
-    if (depth > 128 || !(d = opendir (path)))
+    aw_add (g, k, dfd, rel);
+    if (fd < 0 || depth > 128 || !(d = fdopendir (fd))) {
+        if (fd >= 0)
+            close (fd);
         return;
+    }
     while ((de = readdir (d))) {
         char sub[PATH_MAX];
+        int sfd;
         if (de->d_type != DT_DIR || !strcmp (de->d_name, ".")
             || !strcmp (de->d_name, ".."))
             continue;
+        if ((sfd = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY
+                           | O_NOFOLLOW | O_CLOEXEC)) < 0)
+            continue;
         (void) snprintf (sub, sizeof (sub), "%s%s%s", rel, rel[0] ? "/" : "",
                          de->d_name);
-        aw_tree (a, g, k, sub, depth + 1);
+        aw_walk (g, k, sfd, sub, depth + 1);
+        close (sfd);
     }
     closedir (d);
+}
+
+/* Watch the tree of cache k from rel down. */
+static void aw_tree (struct agent *a, struct mig *g, int k, const char *rel,
+                     int depth)
+{
+    char path[PATH_MAX];
+    int rootfd, fd;
+
+    (void) depth;
+    (void) snprintf (path, sizeof (path), "%.2048s/.outbox/%u.%u/%d/upper",
+                     a->conf->nvdimm_dir, g->job_id, g->restart, k);
+    if ((rootfd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                        | O_CLOEXEC)) < 0)
+        return;
+    fd = rel[0] ? tier_path_open_beneath (rootfd, rel, O_RDONLY
+                                          | O_DIRECTORY, 0,
+                                          TIER_BENEATH_NO_SYMLINKS)
+                : dup (rootfd);
+    if (fd >= 0) {
+        aw_walk (g, k, fd, rel, 0);
+        close (fd);
+    }
+    close (rootfd);
 }
 
 static void aw_drop (struct mig *g)

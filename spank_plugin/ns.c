@@ -486,9 +486,30 @@ int tier_ns_setup (spank_t sp, tier_error_t *error)
         return tier_errprintf (error, "cannot read the job's owner");
     if (tier_mount_ctx_user (&m, uid, gid, error) < 0)
         return -1;
-    if (tier_ns_base_prepare (base, error) < 0
-        || tier_ns_create (base, m.job_id, m.uid, false, error) < 0)
+    if (tier_ns_base_prepare (base, error) < 0)
         return -1;
+    {
+        /* a namespace left by an earlier run of this job id (requeued,
+         * its teardown deferred) is never joined: start afresh, or fail */
+        char r[32];
+        bool stale = tier_ns_exists (base, m.job_id)
+                     && tier_ns_read (base, m.job_id, "restart", r,
+                                      sizeof (r)) == 0
+                     && strtoul (r, NULL, 10) != m.restart;
+        if (tier_ns_create (base, m.job_id, m.uid, stale, error) < 0) {
+            if (stale) {
+                char msg[TIER_ERROR_MAX];
+                (void) snprintf (msg, sizeof (msg), "%s", error->text);
+                tier_errprintf (error, "the namespace of an earlier run of "
+                                "job %u is still in use: %s", m.job_id, msg);
+            }
+            return -1;
+        }
+        if (tier_ns_read (base, m.job_id, "restart", r, sizeof (r)) < 0) {
+            (void) snprintf (r, sizeof (r), "%u", m.restart);
+            (void) tier_ns_write (base, m.job_id, "restart", r);
+        }
+    }
     if ((lockfd = tier_ns_lock (base, m.job_id, error)) < 0)
         return -1;
     if (tier_ns_marked (base, m.job_id, "ready"))

@@ -51,7 +51,9 @@ test_expect_success 'the agent runs in the host mount namespace, with a clean en
     test "$(readlink /proc/$p/ns/mnt)" = "$(readlink /proc/$$/ns/mnt)" &&
     tr "\0" "\n" </proc/$p/environ >"$TRASH/env" && cat "$TRASH/env" &&
     ! grep -q "^SLURM" "$TRASH/env" && ! grep -q "^TIER" "$TRASH/env" &&
-    test "$(ls /proc/$p/fd | wc -l)" -lt 16
+    ls -l /proc/$p/fd | sed 1d >"$TRASH/fds" && cat "$TRASH/fds" &&
+    test "$(wc -l <"$TRASH/fds")" -lt 32 &&
+    ! grep -q "slurm\|spool\|/gfs/home" "$TRASH/fds"
 '
 test_expect_success 'an srun -N3 -n6 step: each task has its own node socket' '
     (cd "$GFS/home/alice" && run_timeout 60 runuser -u alice -- \
