@@ -1993,8 +1993,9 @@ void migrate_gauges (struct agent *a, uint32_t batch, struct tier_counters *c)
     for (struct mig *g = migs; g; g = g->next) {
         struct store_job job;
         tier_error_t e;
-        if (store_job_get (a->store, g->job_id, g->restart, &job, &e) < 0
-            || job.batch_id != batch)
+        if (batch != UINT32_MAX       /* UINT32_MAX: the whole node */
+            && (store_job_get (a->store, g->job_id, g->restart, &job,
+                               &e) < 0 || job.batch_id != batch))
             continue;
         pending += (uint64_t) g->pending;
         failed += (uint64_t) g->failed;

@@ -295,17 +295,33 @@ static void write_metrics (struct agent *a, int running)
         tier_log_error ("MetricsFile %s", tmp);
         return;
     }
+    migrate_gauges (a, UINT32_MAX, &c);     /* pending/failed: now */
     for (int k = 0; k < TIER_CTR_COUNT; k++) {
-        bool gauge = tier_ctr_is_max (k) || k == TIER_CTR_MIGRATIONS_PENDING;
+        bool gauge = tier_ctr_is_max (k) || k == TIER_CTR_MIGRATIONS_PENDING
+                     || k == TIER_CTR_MIGRATIONS_FAILED;
         const char *n = tier_ctr_name (k);
-        fprintf (f, "# HELP tier_%s%s tier's %s counter on this node, by "
-                 "data role.\n# TYPE tier_%s%s %s\n", n,
-                 gauge ? "" : "_total", n, n, gauge ? "" : "_total",
-                 gauge ? "gauge" : "counter");
-        for (int r = 0; r < TIER_ROLE_COUNT; r++)
-            fprintf (f, "tier_%s%s{role=\"%s\"} %llu\n", n,
-                     gauge ? "" : "_total", tier_role_name (r),
-                     (unsigned long long) c.v[r][k]);
+        char name[96];
+        size_t len = strlen (n);
+        bool ms = len > 3 && !strcmp (n + len - 3, "_ms");
+
+        /* Prometheus wants base units: *_ms become *_seconds */
+        if (ms)
+            (void) snprintf (name, sizeof (name), "tier_%.*s_seconds%s",
+                             (int) (len - 3), n, gauge ? "" : "_total");
+        else
+            (void) snprintf (name, sizeof (name), "tier_%s%s", n,
+                             gauge ? "" : "_total");
+        fprintf (f, "# HELP %s tier's %s %s on this node, by data role.\n"
+                 "# TYPE %s %s\n", name, n, gauge ? "gauge" : "counter",
+                 name, gauge ? "gauge" : "counter");
+        for (int r = 0; r < TIER_ROLE_COUNT; r++) {
+            if (ms)
+                fprintf (f, "%s{role=\"%s\"} %.3f\n", name,
+                         tier_role_name (r), (double) c.v[r][k] / 1000.0);
+            else
+                fprintf (f, "%s{role=\"%s\"} %llu\n", name,
+                         tier_role_name (r), (unsigned long long) c.v[r][k]);
+        }
     }
     fprintf (f, "# HELP tier_jobs_running Jobs registered and running on "
              "this node.\n# TYPE tier_jobs_running gauge\n"
