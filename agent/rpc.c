@@ -383,11 +383,19 @@ static json_t *op_job_end (struct agent *a, struct conn *c, json_t *req,
         return NULL;
     {
         /* what the epilog counted in the job's scratch on this node */
-        json_int_t files = 0, bytes = 0, copyups = 0;
-        if (json_unpack (req, "{s?I s?I s?I}", "scratch_files", &files,
-                         "scratch_bytes", &bytes, "copyups", &copyups) == 0
-            && files >= 0 && bytes >= 0 && copyups >= 0
-            && (files || bytes || copyups)) {
+        json_int_t files = 0, bytes = 0, copyups = 0, cbytes = 0, kept = 0;
+        if (json_unpack (req, "{s?I s?I s?I s?I s?I}", "scratch_files",
+                         &files, "scratch_bytes", &bytes, "copyups",
+                         &copyups, "copyup_bytes", &cbytes, "kept_bytes",
+                         &kept) == 0
+            && files >= 0 && bytes >= 0 && copyups >= 0 && cbytes >= 0
+            && kept >= 0 && (files || bytes || copyups)) {
+            /* copy-ups read their file from the GFS; kept data is
+             * written to it */
+            ctr_add (a, &job, TIER_ROLE_PIPELINE, TIER_CTR_GFS_BYTES_READ,
+                     cbytes);
+            ctr_add (a, &job, TIER_ROLE_PIPELINE, TIER_CTR_GFS_BYTES_WRITTEN,
+                     kept);
             ctr_add (a, &job, TIER_ROLE_PIPELINE, TIER_CTR_SCRATCH_FILES,
                      files);
             ctr_add (a, &job, TIER_ROLE_PIPELINE, TIER_CTR_SCRATCH_BYTES,

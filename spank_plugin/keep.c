@@ -61,8 +61,10 @@ static void count_tree (int dirfd, int lowerfd, int depth,
             st->bytes += sb.st_size;
             if (lowerfd >= 0
                 && fstatat (lowerfd, de->d_name, &lb, AT_SYMLINK_NOFOLLOW)
-                   == 0 && S_ISREG (lb.st_mode))
+                   == 0 && S_ISREG (lb.st_mode)) {
                 st->copyups++;
+                st->copyup_bytes += lb.st_size;
+            }
         }
         else if (S_ISDIR (sb.st_mode)) {
             int sub = openat (dirfd, de->d_name, O_RDONLY | O_DIRECTORY
@@ -269,6 +271,7 @@ int tier_scratch_finish (const struct tier_conf *conf, uint32_t job_id,
             st->files += r.st.files;
             st->bytes += r.st.bytes;
             st->copyups += r.st.copyups;
+            st->copyup_bytes += r.st.copyup_bytes;
             st->kept_dirs += keep && r.st.kept_files ? 1 : 0;
             st->kept_files += r.st.kept_files;
             st->kept_bytes += r.st.kept_bytes;

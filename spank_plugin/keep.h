@@ -17,6 +17,7 @@ struct tier_scratch_stats {
     uint64_t files;             /* regular files in the upper layers */
     uint64_t bytes;             /* their bytes: GFS writes avoided */
     uint64_t copyups;           /* of them, copied up from the GFS */
+    uint64_t copyup_bytes;      /* what those copy-ups read from the GFS */
     uint64_t kept_dirs;         /* scratch directories kept */
     uint64_t kept_files;        /* copied to DIR/.tier-kept/ */
     uint64_t kept_bytes;

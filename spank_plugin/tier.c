@@ -550,10 +550,13 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
         (void) snprintf (body, sizeof (body),
                          "{\"op\":\"job.end\",\"job_id\":%u,"
                          "\"scratch_files\":%llu,\"scratch_bytes\":%llu,"
-                         "\"copyups\":%llu}", job_id,
+                         "\"copyups\":%llu,\"copyup_bytes\":%llu,"
+                         "\"kept_bytes\":%llu}", job_id,
                          (unsigned long long) st.files,
                          (unsigned long long) st.bytes,
-                         (unsigned long long) st.copyups);
+                         (unsigned long long) st.copyups,
+                         (unsigned long long) st.copyup_bytes,
+                         (unsigned long long) st.kept_bytes);
     }
 
     stage_out_job_end (conf, job_id);

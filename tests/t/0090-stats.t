@@ -47,6 +47,17 @@ test_expect_success 'a 12-task array, a shared 64 MiB input and per-task interme
     w=$(gfsemu_stats "$GFS" | awk "\$1 == \"file.write_bytes\" && \$3 ~ /runs12\// { s += \$2 } END { print s + 0 }") &&
     echo "GFS bytes written under runs12: $w" && test "$w" = 0
 '
+test_expect_success 'pipeline: copy-ups count as GFS reads, kept data as GFS writes' '
+    as_user alice mkdir -p $H/cu && as_user alice sh -c "head -c 2M /dev/urandom > $H/cu/old.bin" &&
+    id=$(sbatch_wait alice -w n2 --tier-scratch=$H/cu --tier-keep=always -o /dev/null \
+        --wrap "head -c 1M /dev/zero >> $H/cu/old.bin; head -c 512K /dev/zero > $H/cu/new.bin") &&
+    test "$(job_state $id)" = COMPLETED && sleep 4 &&
+    (cd $H && as_user alice $TIERCTL stats --job $id --json) >$TRASH/cu.json &&
+    r=$(field "d[\"roles\"][\"pipeline\"][\"gfs_bytes_read\"]" <$TRASH/cu.json) &&
+    w=$(field "d[\"roles\"][\"pipeline\"][\"gfs_bytes_written\"]" <$TRASH/cu.json) &&
+    echo "read $r, written $w" && test "$r" = $((2 * 1048576)) &&
+    test "$w" = $((3 * 1048576 + 524288))
+'
 test_expect_success 'read twice while a 4-task batch runs: the counters grow' '
     id=$(cd $H && as_user alice sbatch --parsable --array=1-4 --tier-scratch=$H/runs -o /dev/null "$H/st.sh") &&
     echo batch $id &&
