@@ -133,6 +133,10 @@ json_t *op_replica_list (struct agent *a, struct conn *c, json_t *req,
                          tier_error_t *error);
 json_t *replica_status_json (struct agent *a);
 uint64_t replica_used (struct agent *a);    /* bytes this node fetched */
+struct stat;
+/* The key of a replica of the file st describes: inode, size, mtime and
+ * ctime (ns), not st_dev (it differs between clients of one GFS). */
+void replica_key (const struct stat *st, char *key, size_t size);
 void replica_conn_gone (struct agent *a, struct conn *c);
 bool replica_child (struct agent *a, pid_t pid, int status);
 void replica_tick (struct agent *a);

@@ -65,6 +65,7 @@
 #include "lib/jobns.h"
 #include "lib/log.h"
 #include "lib/paths.h"
+#include "lib/state.h"
 #include "agent.h"
 
 #define DIRS_MAX 16
@@ -285,11 +286,14 @@ static void walk (struct migrator *m, int k, int dfd, const char *rel,
     closedir (d);
 }
 
-/* mkdir -p of rel's parent on the GFS, as the user; the parent's fd. */
-static int gfs_parent (struct migrator *m, int k, const char *rel,
-                       const char **base)
+/* mkdir -p of rel's parent on the GFS, as the user; the parent's fd.
+ * New directories take the mode of the cached one of the same path
+ * (mirror), or 0700 (a side path such as .tier-conflicts/).
+ */
+static int gfs_mkparents (struct migrator *m, int k, const char *rel,
+                          bool mirror, const char **base)
 {
-    char buf[PATH_MAX];
+    char buf[PATH_MAX * 2];
     char *p, *s;
     int fd = dup (m->dirs[k].gfsfd);
 
@@ -298,10 +302,10 @@ static int gfs_parent (struct migrator *m, int k, const char *rel,
     while (fd >= 0 && (p = strchr (s, '/'))) {
         struct stat st;
         int next;
-        mode_t mode = 0755;
+        mode_t mode = mirror ? 0755 : 0700;
         *p = '\0';
-        /* the cached directory's mode, if it is there */
-        if (fstatat (m->dirs[k].upperfd, buf, &st, AT_SYMLINK_NOFOLLOW) == 0
+        if (mirror
+            && fstatat (m->dirs[k].upperfd, buf, &st, AT_SYMLINK_NOFOLLOW) == 0
             && S_ISDIR (st.st_mode))
             mode = st.st_mode & 07777;
         if (mkdirat (fd, s, mode) < 0 && errno != EEXIST) {
@@ -318,31 +322,16 @@ static int gfs_parent (struct migrator *m, int k, const char *rel,
     return fd;
 }
 
-/* mkdir -p of a side path's parent (0700 directories) on the GFS. */
+static int gfs_parent (struct migrator *m, int k, const char *rel,
+                       const char **base)
+{
+    return gfs_mkparents (m, k, rel, true, base);
+}
+
 static int gfs_side_parent (struct migrator *m, int k, const char *rel,
                             const char **base)
 {
-    char buf[PATH_MAX * 2];
-    char *p, *s;
-    int fd = dup (m->dirs[k].gfsfd);
-
-    (void) snprintf (buf, sizeof (buf), "%s", rel);
-    s = buf;
-    while (fd >= 0 && (p = strchr (s, '/'))) {
-        int next;
-        *p = '\0';
-        if (mkdirat (fd, s, 0700) < 0 && errno != EEXIST) {
-            close (fd);
-            return -1;
-        }
-        next = openat (fd, s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        close (fd);
-        fd = next;
-        *p = '/';
-        s = p + 1;
-    }
-    *base = rel + (s - buf);
-    return fd;
+    return gfs_mkparents (m, k, rel, false, base);
 }
 
 static int sha256_fd (int fd, char hex[65])
@@ -1128,61 +1117,15 @@ static int mig_spawn (struct agent *a, struct mig *g)
 static int manifest_as_user (const char *root, const struct store_job *j,
                              const char *node, const char *text)
 {
-    const char *comps[] = { "users", j->user, "jobs", NULL };
-    char name[128], tmp[128];
-    size_t len = strlen (text);
-    struct stat st;
-    int d, fd, e;
+    char sub[32], name[96];
 
     if (setgroups (0, NULL) < 0 || setresgid (j->gid, j->gid, j->gid) < 0
         || setresuid (j->uid, j->uid, j->uid) < 0)
         return -1;
-    if ((d = open (root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-        return -1;
-    for (int i = 0; comps[i]; i++) {
-        int nd;
-        if (i == 2 && mkdirat (d, comps[i], 0700) < 0 && errno != EEXIST)
-            goto fail;
-        if ((nd = openat (d, comps[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                          | O_CLOEXEC)) < 0)
-            goto fail;
-        close (d);
-        d = nd;
-        if (i == 1 && (fstat (d, &st) < 0 || st.st_uid != j->uid)) {
-            errno = EPERM;
-            goto fail;
-        }
-    }
-    (void) snprintf (name, sizeof (name), "%u.%u", j->job_id, j->restart);
-    if ((mkdirat (d, name, 0700) < 0 && errno != EEXIST)
-        || (fd = openat (d, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                         | O_CLOEXEC)) < 0)
-        goto fail;
-    close (d);
-    d = fd;
-    (void) snprintf (tmp, sizeof (tmp), ".outputs-%s.%d", node,
-                     (int) getpid ());
-    if ((fd = openat (d, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
-                      | O_CLOEXEC, 0600)) < 0)
-        goto fail;
-    if (write (fd, text, len) != (ssize_t) len || fsync (fd) < 0) {
-        close (fd);
-        (void) unlinkat (d, tmp, 0);
-        goto fail;
-    }
-    close (fd);
+    (void) snprintf (sub, sizeof (sub), "%u.%u", j->job_id, j->restart);
     (void) snprintf (name, sizeof (name), "outputs-%s.json", node);
-    if (renameat (d, tmp, d, name) < 0) {
-        (void) unlinkat (d, tmp, 0);
-        goto fail;
-    }
-    close (d);
-    return 0;
-fail:
-    e = errno;
-    close (d);
-    errno = e;
-    return -1;
+    return tier_state_publish (root, j->user, j->uid, "jobs", sub, name,
+                               text);
 }
 
 struct list_ctx {

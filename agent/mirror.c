@@ -90,15 +90,6 @@ struct walk {
     char err[512];
 };
 
-static void key_of (const struct stat *st, char *key, size_t size)
-{
-    (void) snprintf (key, size, "%llx-%llx-%lld.%09ld-%lld.%09ld",
-                     (unsigned long long) st->st_ino,
-                     (unsigned long long) st->st_size,
-                     (long long) st->st_mtim.tv_sec, st->st_mtim.tv_nsec,
-                     (long long) st->st_ctim.tv_sec, st->st_ctim.tv_nsec);
-}
-
 static int emit (struct walk *w, json_t *o)
 {
     /* the path first: sorted lines then list a directory before what
@@ -150,7 +141,7 @@ static int walk_dir (struct walk *w, int dfd, const char *rel, int depth)
             rc = -1;
         }
         else if (S_ISREG (st.st_mode)) {
-            key_of (&st, key, sizeof (key));
+            replica_key (&st, key, sizeof (key));
             rc = emit (w, json_pack ("{s:s s:s s:i s:s}", "p", sub, "t", "f",
                                      "m", (int) (st.st_mode & 07777),
                                      "k", key));

@@ -1209,7 +1209,9 @@ static int check_source (int fd, const char *path, struct stat *st,
     return 0;
 }
 
-static void make_key (const struct stat *st, char *key, size_t size)
+/* A replica's key: the source's identity and version (mirror.c's
+ * manifests name replicas by it too). */
+void replica_key (const struct stat *st, char *key, size_t size)
 {
     (void) snprintf (key, size, "%llx-%llx-%lld.%09ld-%lld.%09ld",
                      (unsigned long long) st->st_ino,
@@ -1249,7 +1251,7 @@ static json_t *serve (struct agent *a, struct conn *c, struct replica_req *rq,
         (void) snprintf (scope, sizeof (scope), "world");
     else
         (void) snprintf (scope, sizeof (scope), "u%u", (unsigned) rq->uid);
-    make_key (&rq->st, key, sizeof (key));
+    replica_key (&rq->st, key, sizeof (key));
     (void) snprintf (id, sizeof (id), "%s/%s", scope, key);
     if (scope_dir (r, scope, rq->uid, world, error) < 0) {
         close (rq->fd);

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "lib/log.h"
+#include "lib/state.h"
 #include "agent.h"
 
 #define SERIES_MAX 720
@@ -176,61 +177,15 @@ static int collect_cb (const struct store_job *j, void *arg)
 static int publish_as_user (const char *root, const struct batch_info *b,
                             const char *node, const char *text)
 {
-    char name[128], tmp[160];
-    struct stat st;
-    int fd = -1, d, e;
-    size_t len = strlen (text);
-    const char *comps[] = { "users", b->user, "stats", NULL };
+    char batch[32], name[96];
 
     if (setgroups (0, NULL) < 0 || setresgid (b->gid, b->gid, b->gid) < 0
         || setresuid (b->uid, b->uid, b->uid) < 0)
         return -1;
-    if ((d = open (root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-        return -1;
-    for (int i = 0; comps[i]; i++) {
-        int nd;
-        if (i == 2 && mkdirat (d, comps[i], 0700) < 0 && errno != EEXIST)
-            goto fail;
-        if ((nd = openat (d, comps[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                          | O_CLOEXEC)) < 0)
-            goto fail;
-        close (d);
-        d = nd;
-        if (i == 1 && (fstat (d, &st) < 0 || st.st_uid != b->uid)) {
-            errno = EPERM;
-            goto fail;
-        }
-    }
-    (void) snprintf (name, sizeof (name), "%u", b->batch);
-    if (mkdirat (d, name, 0700) < 0 && errno != EEXIST)
-        goto fail;
-    if ((fd = openat (d, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                      | O_CLOEXEC)) < 0)
-        goto fail;
-    close (d);
-    d = fd;
-    (void) snprintf (tmp, sizeof (tmp), ".%s.json.%d", node, (int) getpid ());
-    if ((fd = openat (d, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
-                      | O_CLOEXEC, 0600)) < 0)
-        goto fail;
-    if (write (fd, text, len) != (ssize_t) len) {
-        close (fd);
-        (void) unlinkat (d, tmp, 0);
-        goto fail;
-    }
-    close (fd);
+    (void) snprintf (batch, sizeof (batch), "%u", b->batch);
     (void) snprintf (name, sizeof (name), "%s.json", node);
-    if (renameat (d, tmp, d, name) < 0) {
-        (void) unlinkat (d, tmp, 0);
-        goto fail;
-    }
-    close (d);
-    return 0;
-fail:
-    e = errno;
-    close (d);
-    errno = e;
-    return -1;
+    return tier_state_publish (root, b->user, b->uid, "stats", batch, name,
+                               text);
 }
 
 void stats_retention (struct agent *a);

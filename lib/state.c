@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -128,4 +129,64 @@ int tier_state_user_dir (int rootfd, const char *user, uid_t uid, gid_t gid,
                                "else?)", user, (unsigned) uid);
     }
     return fd;
+}
+
+int tier_state_publish (const char *root, const char *user, uid_t uid,
+                        const char *dir, const char *sub, const char *name,
+                        const char *text)
+{
+    const char *comps[] = { "users", user, dir, sub, NULL };
+    char tmp[NAME_MAX + 1];
+    size_t len = strlen (text);
+    struct stat st;
+    int d, fd, e;
+
+    if (!tier_state_name_valid (user) || !tier_state_name_valid (dir)
+        || !tier_state_name_valid (sub) || !tier_state_name_valid (name)
+        || strlen (name) > NAME_MAX - 24) {
+        errno = EINVAL;
+        return -1;
+    }
+    if ((d = open (root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        return -1;
+    for (int i = 0; comps[i]; i++) {
+        int nd;
+        if (i >= 2 && mkdirat (d, comps[i], 0700) < 0 && errno != EEXIST)
+            goto fail;
+        if ((nd = openat (d, comps[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                          | O_CLOEXEC)) < 0)
+            goto fail;
+        close (d);
+        d = nd;
+        /* the user's own directory, and everything below it */
+        if (i >= 1 && (fstat (d, &st) < 0 || st.st_uid != uid)) {
+            errno = EPERM;
+            goto fail;
+        }
+    }
+    (void) snprintf (tmp, sizeof (tmp), ".%s.%d", name, (int) getpid ());
+    if ((fd = openat (d, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
+                      | O_CLOEXEC, 0600)) < 0)
+        goto fail;
+    if (write (fd, text, len) != (ssize_t) len || fsync (fd) < 0) {
+        e = errno;
+        close (fd);
+        (void) unlinkat (d, tmp, 0);
+        errno = e;
+        goto fail;
+    }
+    close (fd);
+    if (renameat (d, tmp, d, name) < 0) {
+        e = errno;
+        (void) unlinkat (d, tmp, 0);
+        errno = e;
+        goto fail;
+    }
+    close (d);
+    return 0;
+fail:
+    e = errno;
+    close (d);
+    errno = e;
+    return -1;
 }

@@ -64,6 +64,53 @@ static void test_layout (void **state)
     close (rfd);
 }
 
+/* tier_state_publish, as the user (root here, owning "carol"). */
+static void test_publish (void **state)
+{
+    tier_error_t error;
+    char p[512], buf[64];
+    struct stat st;
+    int rfd, fd;
+    ssize_t n;
+
+    assert_true ((rfd = tier_state_open_root (root, &error)) >= 0);
+    assert_true ((fd = tier_state_user_dir (rfd, "carol", 0, 0, &error))
+                 >= 0);
+    close (fd);
+    close (rfd);
+    assert_int_equal (tier_state_publish (root, "carol", 0, "jobs", "7.0",
+                                          "outputs-n1.json", "{}\n"), 0);
+    snprintf (p, sizeof (p), "%s/users/carol/jobs/7.0/outputs-n1.json", root);
+    assert_int_equal (stat (p, &st), 0);
+    assert_int_equal (st.st_mode & 07777, 0600);
+    assert_true ((fd = open (p, O_RDONLY)) >= 0);
+    n = read (fd, buf, sizeof (buf));
+    close (fd);
+    assert_int_equal (n, 3);
+    /* replaced whole, never appended */
+    assert_int_equal (tier_state_publish (root, "carol", 0, "jobs", "7.0",
+                                          "outputs-n1.json", "[1]\n"), 0);
+    assert_int_equal (stat (p, &st), 0);
+    assert_int_equal (st.st_size, 4);
+    /* a component owned by someone else, or a symlink, is refused */
+    snprintf (p, sizeof (p), "%s/users/carol/jobs/8.0", root);
+    assert_int_equal (mkdir (p, 0700), 0);
+    assert_int_equal (chown (p, 4001, 4001), 0);
+    errno = 0;
+    assert_int_equal (tier_state_publish (root, "carol", 0, "jobs", "8.0",
+                                          "x.json", "{}"), -1);
+    assert_int_equal (errno, EPERM);
+    snprintf (p, sizeof (p), "%s/users/carol/stats", root);
+    assert_int_equal (symlink ("/tmp", p), 0);
+    assert_int_equal (tier_state_publish (root, "carol", 0, "stats", "1",
+                                          "n1.json", "{}"), -1);
+    /* hostile names */
+    assert_int_equal (tier_state_publish (root, "carol", 0, "..", "1",
+                                          "n1.json", "{}"), -1);
+    assert_int_equal (tier_state_publish (root, "carol", 0, "jobs", "1",
+                                          "a/b", "{}"), -1);
+}
+
 static void test_refusals (void **state)
 {
     tier_error_t error;
@@ -113,6 +160,7 @@ int main (void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown (test_layout, setup, teardown),
         cmocka_unit_test_setup_teardown (test_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown (test_publish, setup, teardown),
     };
     if (geteuid () != 0) {
         /* ownership rules need root: report, not skip, in CI */
