@@ -262,6 +262,21 @@ static bool rel_outside (const char *path)
     return true;
 }
 
+/* An absolute path already in normal form but perhaps for a trailing
+ * '/': no "//", no "." or ".." component.  Such a path can be tested
+ * against the batch directories as it is (the pass-through fast path).
+ */
+static bool plain (const char *path)
+{
+    for (const char *p = path; (p = strchr (p, '/')); p++)
+        if (p[1] == '/' || (p[1] == '.' && (p[2] == '/' || p[2] == '\0'
+                                           || (p[2] == '.'
+                                               && (p[3] == '/'
+                                                   || p[3] == '\0')))))
+            return false;
+    return true;
+}
+
 /* The absolute, lexically normalised form of (dirfd, path), or -1. */
 static int absolute (int dirfd, const char *path, char *out, size_t size)
 {
@@ -413,6 +428,7 @@ static int redirect (int dirfd, const char *path, int flags, mode_t mode)
     ssize_t n;
 
     if (!path || (path[0] != '/' && dirfd == AT_FDCWD && rel_outside (path))
+        || (path[0] == '/' && plain (path) && !in_batch (path))
         || absolute (dirfd, path, norm, sizeof (norm)) < 0
         || !in_batch (norm))
         return -2;

@@ -65,12 +65,16 @@ echo \$SLURMD_NODENAME > $OUT/node-\$i
 EOF2
 chmod 755 "$H/read.sh"; chown alice "$H/read.sh"
 
+# The control run reads 12 x 64 MiB, give or take a page the kernel reads
+# twice now and then (seen in CI: 3 pages over 12 opens); the tiered runs
+# below must count the file exactly once.
 test_expect_success 'control run (--tier-cache=off): 12 tasks in turn read the file 12 times from the GFS' '
     gfsemu_reset "$GFS" &&
     id=$(sbatch_wait alice --export=ALL,ORDERED=1 --array=1-12 --tier-cache=off -o /dev/null "$H/read.sh" $DB/big) &&
     test "$(job_state $id)" = COMPLETED &&
     b=$(gfsemu_stat "$GFS" home/alice/db/big read_bytes) && echo "read $b" &&
-    test "$b" = $((12 * 67108864)) && rm -f $OUT/sum-*
+    test "$b" -ge $((12 * 67108864)) && test "$b" -lt $((12 * 67108864 + 1048576)) &&
+    rm -f $OUT/sum-*
 '
 test_expect_success 'the same 12 tasks with --tier-batch, on three nodes: the GFS serves the file once' '
     gfsemu_reset "$GFS" &&
