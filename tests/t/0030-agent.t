@@ -76,8 +76,10 @@ test_expect_success 'an inner srun gets its own node values, not the batch host'
     id=$(sbatch_wait alice -N2 --tier-cache=auto -o inner.out \
          --wrap "srun -N2 sh -c '\''$view'\''") &&
     cat "$GFS/home/alice/inner.out" &&
-    grep -q " n1 .*/n1/tierd.sock$" "$GFS/home/alice/inner.out" &&
-    grep -q " n2 .*/n2/tierd.sock$" "$GFS/home/alice/inner.out"
+    test "$(grep -c "^V " "$GFS/home/alice/inner.out")" = 2 &&
+    test "$(awk "/^V /{print \$3}" "$GFS/home/alice/inner.out" | sort -u | wc -l)" = 2 &&
+    awk "/^V / && \$NF !~ (\"/\" \$3 \"/tierd.sock\$\") {bad=1} END {exit bad}" \
+        "$GFS/home/alice/inner.out"
 '
 test_expect_success 'tierctl jobs lists a running job, then completed' '
     cd "$GFS/home/alice" &&
