@@ -656,6 +656,33 @@ static double distance (const double *a, const double *b)
     return d;
 }
 
+/* A maximum on an edge of the shape's range (-1, 3] is a ridge for the
+ * unconstrained minimisers, which stop short of it: near an edge, fit
+ * location and scale with the shape on the edge, and keep what is better.
+ */
+static void edge_polish (struct tier_evt *e)
+{
+    const double edges[2] = { XI_MIN + 1e-7, XI_MAX };
+
+    for (int k = 0; k < 2; k++) {
+        struct obj o = { .e = e, .mode = PROF_SHAPE, .psi = edges[k] };
+        double v[2], p[3], f;
+
+        if (!(fabs (e->best[2] - edges[k]) < 0.1))
+            continue;
+        pack (&o, e->best, v);
+        if ((f = make_feasible (&o, v)) >= PENALTY)
+            continue;
+        f = run_simplex (&o, v, 0.05, 1e-10, 3000);
+        f = run_bfgs (&o, v, 1e-3, 500, NULL);
+        if (f < e->nll_best) {
+            unpack (&o, v, p);
+            memcpy (e->best, p, sizeof (p));
+            e->nll_best = f;
+        }
+    }
+}
+
 /* Coarse simplexes from every start; then the best, and every other
  * distinct candidate within one log-likelihood unit of it, are polished.
  */
@@ -710,6 +737,7 @@ static int fit_mle (struct tier_evt *e, unsigned *nstarts)
     }
     unpack (&o, cand[ib], e->best);
     e->nll_best = fc[ib];
+    edge_polish (e);
     return 0;
 }
 

@@ -19,6 +19,8 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_integration.h>
 #include <gsl/gsl_linalg.h>
+#include <gsl/gsl_multimin.h>
+#include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
 FAILALLOC_DEFINE
@@ -821,6 +823,159 @@ static void test_wald_gumbel (void **state)
     gsl_rng_free (r);
 }
 
+/* The fit is the global maximum: on data sets made to have several local
+ * optima or optima on the edge of the parameter space (a tight cluster
+ * with far outliers, two clusters, shapes near -1 and near 3), its
+ * log-likelihood is at least the best found by an independent search: a
+ * grid of shapes over the whole space (-1, 3], and for each shape the
+ * best of several simplexes over location and log scale.
+ */
+struct prof2 {
+    const double *z;
+    size_t n;
+    double xi;
+};
+
+static double prof2_f (const gsl_vector *x, void *arg)
+{
+    const struct prof2 *a = arg;
+    struct tier_gev g = { gsl_vector_get (x, 0), exp (gsl_vector_get (x, 1)),
+                          a->xi };
+    double l = tier_gev_loglik (&g, a->z, a->n);
+
+    return isfinite (l) ? -l : 1e300;
+}
+
+static double search_max (const double *z, size_t n)
+{
+    const gsl_multimin_fminimizer_type *T = gsl_multimin_fminimizer_nmsimplex2;
+    gsl_multimin_fminimizer *s = gsl_multimin_fminimizer_alloc (T, 2);
+    gsl_vector *x = gsl_vector_alloc (2), *step = gsl_vector_alloc (2);
+    double lo = z[0], hi = z[0], mean = 0., sd = 0., best = -INFINITY;
+    double warm[2] = { NAN, NAN };
+
+    for (size_t i = 0; i < n; i++) {
+        lo = fmin (lo, z[i]);
+        hi = fmax (hi, z[i]);
+        mean += z[i] / n;
+    }
+    for (size_t i = 0; i < n; i++)
+        sd += (z[i] - mean) * (z[i] - mean) / (n - 1);
+    sd = sqrt (sd);
+    for (int k = 0; k <= 40; k++) {
+        struct prof2 a = { z, n, k == 0 ? -1. + 1e-6 : -1. + 0.1 * k };
+        gsl_multimin_function fn = { prof2_f, 2, &a };
+        double next[2] = { NAN, NAN }, fbest = INFINITY;
+        /* starts inside the support (location at the minimum, the mean
+         * or the maximum, a scale that reaches every point), and the
+         * optimum of the previous shape
+         */
+        const double at[3] = { lo, mean, hi };
+        for (int j = 0; j < 4; j++) {
+            double m, sig;
+            if (j < 3) {
+                m = at[j];
+                sig = sd;
+                if (a.xi < 0.)
+                    sig = fmax (sig, -a.xi * (hi - m) * 1.01);
+                if (a.xi > 0.)
+                    sig = fmax (sig, a.xi * (m - lo) * 1.01);
+            }
+            else if (isfinite (warm[0])) {
+                m = warm[0];
+                sig = warm[1];
+            }
+            else
+                continue;
+            gsl_vector_set (x, 0, m);
+            gsl_vector_set (x, 1, log (sig));
+            gsl_vector_set (step, 0, 0.2 * sd);
+            gsl_vector_set (step, 1, 0.5);
+            gsl_multimin_fminimizer_set (s, &fn, x, step);
+            for (int it = 0; it < 1000; it++) {
+                if (gsl_multimin_fminimizer_iterate (s))
+                    break;
+                if (gsl_multimin_test_size (gsl_multimin_fminimizer_size (s),
+                                            1e-6) == GSL_SUCCESS)
+                    break;
+            }
+            if (s->fval < fbest) {
+                fbest = s->fval;
+                next[0] = gsl_vector_get (s->x, 0);
+                next[1] = exp (gsl_vector_get (s->x, 1));
+            }
+        }
+        if (fbest < 1e299) {
+            best = fmax (best, -fbest);
+            memcpy (warm, next, sizeof (warm));
+        }
+    }
+    gsl_vector_free (step);
+    gsl_vector_free (x);
+    gsl_multimin_fminimizer_free (s);
+    return best;
+}
+
+/* One adversarial data set of kind k into z; returns its size. */
+static size_t hard_data (gsl_rng *r, int kind, double *z)
+{
+    static const size_t sizes[] = { 8, 15, 30 };
+    size_t n = sizes[gsl_rng_uniform_int (r, 3)], m = n;
+
+    switch (kind) {
+        case 0:     /* a tight cluster and one to three far outliers */
+            for (size_t i = 0; i < n; i++)
+                z[i] = 100. + gsl_ran_gaussian (r, 1.);
+            for (size_t i = 0; i < 1 + gsl_rng_uniform_int (r, 3); i++)
+                z[m++] = 150. + 250. * gsl_rng_uniform (r);
+            break;
+        case 1:     /* two clusters */
+            for (size_t i = 0; i < n; i++)
+                z[m - n + i] = 100. + gsl_ran_gaussian (r, 2.);
+            for (size_t i = 0; i < n / 3 + 1; i++)
+                z[m++] = 130. + gsl_ran_gaussian (r, 2.);
+            break;
+        default: {  /* shapes near the edges of the space */
+            static const double xi[] = { -0.95, -0.85, 1.5, 2.5 };
+            struct tier_gev g = { 100., 10., xi[gsl_rng_uniform_int (r, 4)] };
+            draw (r, &g, z, n);
+        }
+    }
+    return m;
+}
+
+static void test_global (void **state)
+{
+    gsl_rng *r = gsl_rng_alloc (gsl_rng_mt19937);
+    double z[64], worst = 0.;
+    int count = 0;
+
+    gsl_rng_set (r, 20261202);
+    for (int t = 0; t < 90; t++) {
+        size_t n = hard_data (r, t % 3, z);
+        struct tier_evt_fit fit;
+        tier_error_t error;
+        struct tier_evt *e;
+        double ref;
+
+        assert_non_null (e = tier_evt_create (z, n, &error));
+        assert_int_equal (tier_evt_fit (e, 0.95, TIER_EVT_WALD, &fit,
+                                        &error), 0);
+        ref = search_max (z, n);
+        worst = fmax (worst, ref - fit.loglik);
+        if (fit.loglik < ref - 1e-6 * (1. + fabs (ref)))
+            fail_msg ("data set %d (kind %d, n %zu): the fit's "
+                      "log-likelihood %.9g is below %.9g found by the "
+                      "search (shape %g)", t, t % 3, n, fit.loglik, ref,
+                      fit.gev.shape);
+        count++;
+        tier_evt_destroy (e);
+    }
+    print_message ("# global: %d hard data sets, the search beat the fit by "
+                   "at most %.2g\n", count, worst);
+    gsl_rng_free (r);
+}
+
 /* Every allocation of the reader, the blocks and the fit may fail. */
 static void test_failalloc (void **state)
 {
@@ -868,6 +1023,7 @@ int main (void)
         cmocka_unit_test (test_failalloc),
         cmocka_unit_test (test_wald_gumbel),
         cmocka_unit_test (test_recovery),
+        cmocka_unit_test (test_global),
         cmocka_unit_test (test_reference),
         cmocka_unit_test (test_coverage),
     };
