@@ -220,6 +220,15 @@ static int check_overlay (void *arg, tier_error_t *error)
                 "grep ' - overlay ' /proc/self/mountinfo | grep -q nosuid,nodev")
         != 0)
         return tier_errprintf (error, "overlay is not nosuid,nodev");
+    /* the overlay options are set, not left to the kernel's defaults:
+     * mountinfo shows an option only where it differs from the default
+     */
+    if (system ("grep ' - overlay ' /proc/self/mountinfo "
+                "| grep -q 'redirect_dir=on'") != 0)
+        return tier_errprintf (error, "overlay without redirect_dir=on");
+    if (system ("grep ' - overlay ' /proc/self/mountinfo "
+                "| grep -qE '(index|metacopy)=on|xino=(on|auto)'") == 0)
+        return tier_errprintf (error, "overlay with index, metacopy or xino");
     return 0;
 }
 
