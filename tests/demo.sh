@@ -127,7 +127,8 @@ run_batch () {
     done
     state=$(scontrol show job "$id" | sed -n 's/.*JobState=\([A-Z]*\).*/\1/p' \
             | sort | uniq -c | tr -s ' ' | tr '\n' ' ')
-    echo "batch $id ($label): $state"
+    user=$(scontrol show job "$id" | sed -n 's/^ *UserId=\([^(]*\)(.*/\1/p' | sort -u | tr '\n' ' ')
+    echo "batch $id ($label): $state(as ${user% })"
     case "$state" in *FAILED*|*CANCELLED*|*TIMEOUT*) fail "batch $id failed" ;; esac
     for i in $(seq "$TASKS"); do
         [ "$(grep -c "best hit" "$P/results/report-$i.txt" 2>/dev/null)" = 3 ] \
