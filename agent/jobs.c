@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -258,6 +259,23 @@ static void orphans_check (struct agent *a, const uint32_t *ids, int n)
     (void) pthread_attr_destroy (&attr);
 }
 
+/* A namespace made after the registry's run of its job id ended: a new
+ * run of the job (requeued), from its prolog, before its first step
+ * registers.  Only a namespace its epilog marked "ended" is reclaimed.
+ */
+static bool newer_run (struct agent *a, const struct store_job *j)
+{
+    char dir[PATH_MAX], holder[PATH_MAX];
+    struct stat sb;
+
+    if (tier_ns_marked (a->conf->namespace_dir, j->job_id, "ended")
+        || tier_ns_paths (a->conf->namespace_dir, j->job_id, dir, holder,
+                          sizeof (dir)) < 0
+        || lstat (dir, &sb) < 0)
+        return false;
+    return sb.st_mtim.tv_sec >= j->ended;   /* the holder was made then */
+}
+
 /* Namespaces and tier data of jobs that ended but could not be torn down
  * by their epilog (something was still inside, or the epilog never ran):
  * retried from the agent's timer, and after a restart.  Only jobs the
@@ -284,7 +302,7 @@ int jobs_reclaim (struct agent *a)
             }
             known = false;
         }
-        else if (j.state == STORE_JOB_RUNNING)
+        else if (j.state == STORE_JOB_RUNNING || newer_run (a, &j))
             continue;
         rc = tier_job_reclaim (a->conf->namespace_dir, a->conf->nvdimm_dir,
                                ids[i], &error);

@@ -575,9 +575,12 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
     free (reply);
     /* then the namespace and the job's tier data (the agent has stopped a
      * stage-in still running); if something is still inside, the agent
-     * retries once it is gone */
+     * retries once it is gone (the mark tells it that this run ended:
+     * an unmarked namespace made after the run's end is a new run's) */
     {
-        int rc = tier_job_reclaim (conf->namespace_dir, conf->nvdimm_dir,
+        int rc;
+        (void) tier_ns_mark (conf->namespace_dir, job_id, "ended");
+        rc = tier_job_reclaim (conf->namespace_dir, conf->nvdimm_dir,
                                    job_id, &error);
         if (rc != 0)
             slurm_error ("tier: epilog of job %u: %s", job_id, error.text);

@@ -189,6 +189,7 @@ test_expect_success 'a process left running (setsid) is killed at job end, nothi
 test_expect_success 'the agent reclaims a namespace an epilog could not tear down' '
     id=$(sbatch_wait alice -w n3 --tier-cache=auto -o /dev/null --wrap true) &&
     $JOBNS create $CLUSTER/run/ns/n3 $id $(id -u alice) &&
+    touch $CLUSTER/run/ns/n3/$id/ended &&
     mkdir -p $NV/n3/$id/0/upper && echo data >$NV/n3/$id/0/upper/f &&
     ($JOBNS run $CLUSTER/run/ns/n3 $id sleep 1000 &) &&
     wait_for 10 sh -c "$JOBNS pids $CLUSTER/run/ns/n3 $id | grep -q ." &&
@@ -196,9 +197,21 @@ test_expect_success 'the agent reclaims a namespace an epilog could not tear dow
     test ! -e $NV/n3/$id &&
     grep -q "job $id: namespace and tier data reclaimed" $CLUSTER/log/tierd-n3.log
 '
+# a requeued job's prolog makes its namespace before its first step
+# registers the new run: the agent must not take it for the old run's
+test_expect_success 'a namespace made after its job id ended is a new run: left alone' '
+    id=$(sbatch_wait alice -w n3 --tier-cache=auto -o /dev/null --wrap true) &&
+    sleep 1 && $JOBNS create $CLUSTER/run/ns/n3 $id $(id -u alice) &&
+    n=$(grep -c "reclaimed" $CLUSTER/log/tierd-n3.log || true) &&
+    sleep 12 && test -e $CLUSTER/run/ns/n3/$id &&
+    test "$(grep -c "reclaimed" $CLUSTER/log/tierd-n3.log)" = "$n" &&
+    touch $CLUSTER/run/ns/n3/$id/ended &&
+    wait_for 30 test ! -e $CLUSTER/run/ns/n3/$id
+'
 # the agent dead while jobs end and leave namespaces with a setsid'ed
-# process inside: a job it registered, and one it never knew (an id
-# slurmctld does not know either); restarted, it reclaims both
+# process inside: a job it registered (its epilog marked it ended), and
+# one it never knew (an id slurmctld does not know either); restarted, it
+# reclaims both
 agent_pid () { cat "$CLUSTER/state/$1/tierd.pid" 2>/dev/null; }
 test_expect_success 'after a restart the agent reclaims what ended while it was down' '
     rm -f $TRASH/left &&
@@ -209,6 +222,7 @@ test_expect_success 'after a restart the agent reclaims what ended while it was 
     wait_for 60 job_done $id && other=4000000 &&
     for j in $id $other; do
         $JOBNS create $CLUSTER/run/ns/n3 $j $(id -u alice) &&
+        { test $j = $other || touch $CLUSTER/run/ns/n3/$j/ended; } &&
         mkdir -p $NV/n3/$j/0/upper && echo data >$NV/n3/$j/0/upper/f &&
         (setsid $JOBNS run $CLUSTER/run/ns/n3 $j sleep 1000 </dev/null >/dev/null 2>&1 &) &&
         wait_for 10 sh -c "$JOBNS pids $CLUSTER/run/ns/n3 $j | grep -q ." &&
