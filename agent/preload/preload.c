@@ -9,7 +9,9 @@
  * open for reading only of a regular file under a batch directory:
  *
  *   1. a replica this process already validated within the policy's
- *      revalidate interval is opened directly (no agent, no GFS);
+ *      revalidate interval is opened directly (no agent, no GFS) -- if
+ *      the path names the file without "." or ".." components, so that
+ *      its lexical form is what the kernel resolves;
  *   2. else the source is opened as the program asked (same flags, same
  *      credentials, so the same errors), and its descriptor is passed to
  *      the node's agent (replica.open), which answers with a replica's
@@ -277,17 +279,61 @@ static bool plain (const char *path)
     return true;
 }
 
-/* The absolute, lexically normalised form of (dirfd, path), or -1. */
-static int absolute (int dirfd, const char *path, char *out, size_t size)
+/* A relative path with nothing for the kernel to interpret beyond its
+ * names: no "." or ".." component, no empty one ("//", a trailing '/').
+ * Joined to the physical path of the directory it starts from, it names
+ * exactly what the kernel will open, so the process's cache may answer
+ * for it (a ".." after a symlink, or "FILE/." and "FILE/", would not).
+ */
+static bool exact_rel (const char *path)
 {
+    const char *p = path;
+
+    if (!*p)
+        return false;
+    for (;;) {
+        const char *start = p;
+        size_t len;
+
+        while (*p && *p != '/')
+            p++;
+        len = (size_t) (p - start);
+        if (len == 0 || (len == 1 && start[0] == '.')
+            || (len == 2 && start[0] == '.' && start[1] == '.'))
+            return false;
+        if (!*p)
+            return true;
+        p++;
+    }
+}
+
+/* The absolute, lexically normalised form of (dirfd, path), or -1.
+ * *exact says whether that form names what the kernel opens for
+ * (dirfd, path): the path is exact (see exact_rel), and the directory
+ * it is relative to is known by its physical path (getcwd and
+ * /proc/self/fd give those, symlinks resolved; a deleted directory has
+ * none).  Only then may the process's cache answer (cache_open): the
+ * lexical form of "sub/../x" is "x" whatever sub is, the kernel's is not.
+ */
+static int absolute (int dirfd, const char *path, char *out, size_t size,
+                     bool *exact)
+{
+    static const char deleted[] = " (deleted)";
     char buf[PATH_MAX * 2];
     size_t n;
 
-    if (path[0] == '/')
+    *exact = false;
+    if (path[0] == '/') {
+        *exact = exact_rel (path + 1);
         return tier_path_normalize (path, out, size);
+    }
     if (dirfd == AT_FDCWD) {
+        /* the kernel's own path of the working directory (ENOENT once it
+         * is deleted or out of reach) */
         if (!getcwd (buf, PATH_MAX))
             return -1;
+        n = strlen (buf);
+        *exact = buf[0] == '/';
     }
     else {
         char link[64];
@@ -296,8 +342,11 @@ static int absolute (int dirfd, const char *path, char *out, size_t size)
         if ((r = readlink (link, buf, PATH_MAX - 1)) <= 0 || buf[0] != '/')
             return -1;
         buf[r] = '\0';
+        n = (size_t) r;
+        *exact = !(n >= sizeof (deleted) - 1
+                   && !strcmp (buf + n - (sizeof (deleted) - 1), deleted));
     }
-    n = strlen (buf);
+    *exact = *exact && exact_rel (path);
     if (n + 1 + strlen (path) >= sizeof (buf))
         return -1;
     buf[n] = '/';
@@ -425,15 +474,18 @@ static int redirect (int dirfd, const char *path, int flags, mode_t mode)
     uint64_t rsize = 0;
     struct stat sb;
     int srcfd, fd, revalidate = 0, saved, rc;
+    bool exact;
     ssize_t n;
 
     if (!path || (path[0] != '/' && dirfd == AT_FDCWD && rel_outside (path))
         || (path[0] == '/' && plain (path) && !in_batch (path))
-        || absolute (dirfd, path, norm, sizeof (norm)) < 0
+        || absolute (dirfd, path, norm, sizeof (norm), &exact) < 0
         || !in_batch (norm))
         return -2;
     in_tier++;
-    if ((fd = cache_open (norm, flags)) >= 0) {
+    /* the cache answers only for a path that names its file as the
+     * kernel would resolve it; anything else opens the source */
+    if (exact && (fd = cache_open (norm, flags)) >= 0) {
         in_tier--;
         return fd;
     }
@@ -478,7 +530,8 @@ static int redirect (int dirfd, const char *path, int flags, mode_t mode)
         goto source;
     }
     (void) close (fd);
-    /* cache the decision only when the path names the file plainly */
+    /* cache the decision under the file's own path, as the kernel tells
+     * it: only when the lexical form is that path (no symlink on the way) */
     if (!strcmp (norm, real))
         cache_put (norm, replica, rsize, revalidate);
 source:

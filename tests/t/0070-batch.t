@@ -40,6 +40,7 @@ stats_settle () { sleep 3; }
 test_expect_success 'build the C and C++ readers (stdio fopen, std::ifstream)' '
     gcc -O2 -pthread -o $TRASH/opener $TIER_SRCDIR/tests/readers/opener.c &&
     gcc -O2 -o $TRASH/cat_fopen $TIER_SRCDIR/tests/readers/cat_fopen.c &&
+    gcc -O2 -o $TRASH/cat_paths $TIER_SRCDIR/tests/readers/cat_paths.c &&
     g++ -O2 -o $TRASH/cat_ifstream $TIER_SRCDIR/tests/readers/cat_ifstream.cc &&
     cp $TIER_SRCDIR/tests/readers/cat_openat.py $TRASH/ && chmod 755 $TRASH/*
 '
@@ -277,6 +278,19 @@ test_expect_success 'threads, fork and exec: every open reads the same bytes; th
     test "$(job_state $id)" = COMPLETED && cat $OUT/op.out && grep -qx "ok 602" $OUT/op.out &&
     stats_settle && h=$(batch_ctr $id hits) && m=$(batch_ctr $id gfs_meta_ops) &&
     echo "hits $h, GFS metadata operations $m" && test "$h" = 602 && test "$m" -le 24
+'
+# The process's cache is keyed by path: it may answer only for a path
+# that names its file as the kernel resolves it.  s1/.. and s2/.. are
+# not DB (the symlinks lead elsewhere), x/. and x/ are not a file.
+test_expect_success 'once x is cached, ".." after a symlink, "x/." and "x/" still open what the kernel opens' '
+    as_user alice sh -c "echo plain-x > $DB/x; mkdir -p $H/e1/d $H/e2/d; echo other-x > $H/e2/x" &&
+    as_user alice ln -sfn $H/e1/d $DB/s1 && as_user alice ln -sfn $H/e2/d $DB/s2 &&
+    args="$DB/x $DB/s1/../x $DB/s2/../x $DB/x/. $DB/x/ $DB/./x $DB//x x s1/../x s2/../x ./x x/ x/." &&
+    (cd $DB && as_user alice $TRASH/cat_paths $args) >$TRASH/dd.want && cat $TRASH/dd.want &&
+    grep -q "s1/../x: No such file" $TRASH/dd.want && grep -q "x/.: Not a directory" $TRASH/dd.want &&
+    id=$(sbatch_wait alice -w n1 --tier-batch=$DB -o $OUT/dd.out --wrap "cd $DB && $TRASH/cat_paths $args") &&
+    diff $TRASH/dd.want $OUT/dd.out && stats_settle &&
+    test "$(batch_ctr $id misses)" = 1 && test "$(batch_ctr $id hits)" = 4
 '
 test_expect_success 'revalidate 0: every open asks the agent (and opens the source)' '
     as_user alice mkdir -p $H/reval && as_user alice sh -c "echo r > $H/reval/f" &&
