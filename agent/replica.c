@@ -589,7 +589,9 @@ static int fetch_run (struct fetch_ctx *f)
      * and cached pages would be dropped and read again whenever another
      * task opens the source (FUSE without keep_cache, NFS on a change).
      * Else no readahead, for the same reason.  The open file description
-     * is the task's own, which waits for the answer: restore its flags.
+     * is the task's own, which waits for the answer: restore its flags
+     * (if this process is killed first, the interposer does it, or
+     * gives the task a fresh open when the agent never answers).
      */
     fl = fcntl (f->srcfd, F_GETFL);
     direct = fl >= 0 && fcntl (f->srcfd, F_SETFL, fl | O_DIRECT) == 0;

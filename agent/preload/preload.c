@@ -21,8 +21,11 @@
  *      the source descriptor (dup3 onto its number: the program still
  *      gets the lowest free descriptor, as open promises).
  *
- * Whatever fails, the program gets the source descriptor: the interposer
- * never changes what a program reads, only where it comes from.  What it
+ * Whatever fails, the program gets the source descriptor -- as its open
+ * made it: what a fetcher changed on it (O_DIRECT, readahead, offset) is
+ * undone, or, when the agent did not answer and a fetcher may still hold
+ * it, the source is opened afresh for the program.  The interposer never
+ * changes what a program reads, only where it comes from.  What it
  * cannot see: static binaries, raw syscalls (openat2 included), and files
  * the kernel and ld.so open (executables, shared libraries); those read
  * the GFS.  fstat of a redirected descriptor describes the replica (owner
@@ -416,7 +419,11 @@ static void cache_put (const char *norm, const char *replica, uint64_t size,
 }
 
 /* Ask the agent about the open source srcfd (at real).  0 with the
- * replica's path, or -1: read the source.
+ * replica's path; else read the source: -1 if srcfd was never sent, -3
+ * if the agent answered without a replica (then nobody uses srcfd any
+ * more: a fetcher that read it has ended before its miss is answered),
+ * -2 if there was no answer (timeout, the agent died, an error reply): a
+ * fetcher may still hold srcfd.
  */
 static int ask_agent (int srcfd, const char *real, char *replica,
                       size_t size, uint64_t *rsize, int *revalidate)
@@ -448,9 +455,10 @@ static int ask_agent (int srcfd, const char *real, char *replica,
         return -1;
     }
     if (tier_client_call (fd, body, &srcfd, 1, &reply, &len, st.timeout_ms,
-                          &error) == 0
-        && tier_jr_get_str (reply, len, "replica", replica, size) == 0
-        && replica[0] == '/') {
+                          &error) < 0)
+        rc = -2;
+    else if (tier_jr_get_str (reply, len, "replica", replica, size) == 0
+             && replica[0] == '/') {
         if (tier_jr_get_int (reply, len, "revalidate", &rv) < 0)
             rv = 0;
         if (tier_jr_get_uint (reply, len, "size", rsize) < 0)
@@ -458,11 +466,24 @@ static int ask_agent (int srcfd, const char *real, char *replica,
         *revalidate = (int) rv;
         rc = 0;
     }
-    else if (errno == ETIMEDOUT)
-        rc = -2;                        /* the copy may still use srcfd */
+    else
+        rc = -3;
     free (reply);
     (void) close (fd);
     return rc;
+}
+
+/* The source descriptor as the program's open made it, after the agent
+ * had it: a fetcher reads it with O_DIRECT (F_SETFL acts on the open
+ * file description, which the program shares), without readahead, and
+ * moves its offset.  fl: its flags before it was sent.
+ */
+static void source_restore (int srcfd, int fl)
+{
+    if (fl >= 0)
+        (void) fcntl (srcfd, F_SETFL, fl);
+    (void) posix_fadvise (srcfd, 0, 0, POSIX_FADV_NORMAL);
+    (void) lseek (srcfd, 0, SEEK_SET);
 }
 
 /* The redirect path.  Returns the descriptor (or -1 with errno) when it
@@ -473,7 +494,7 @@ static int redirect (int dirfd, const char *path, int flags, mode_t mode)
     char norm[PATH_MAX], real[PATH_MAX], link[64], replica[PATH_MAX];
     uint64_t rsize = 0;
     struct stat sb;
-    int srcfd, fd, revalidate = 0, saved, rc;
+    int srcfd, fd, revalidate = 0, saved, rc, fl;
     bool exact;
     ssize_t n;
 
@@ -503,30 +524,37 @@ static int redirect (int dirfd, const char *path, int flags, mode_t mode)
     real[n] = '\0';
     if (!in_batch (real))
         goto source;                    /* a symlink led out */
+    fl = fcntl (srcfd, F_GETFL);
     rc = ask_agent (srcfd, real, replica, sizeof (replica), &rsize,
                     &revalidate);
+    if (rc == -1)
+        goto source;                    /* never sent: untouched */
     if (rc == -2) {
-        /* the agent may still be reading the source through srcfd's
-         * offset: give the program a fresh one */
+        /* a fetcher may still hold the open file description (the agent
+         * died mid-copy, or is slow): its flags and offset are not the
+         * program's to share, give the program its own */
         int again = sys_openat (dirfd, path, flags, mode);
-        if (again >= 0) {
-            (void) dup3 (again, srcfd, flags & O_CLOEXEC);
+        if (again >= 0 && dup3 (again, srcfd, flags & O_CLOEXEC) >= 0)
             (void) close (again);
+        else {
+            if (again >= 0)
+                (void) close (again);
+            source_restore (srcfd, fl);
         }
         goto source;
     }
     if (rc < 0) {
-        (void) lseek (srcfd, 0, SEEK_SET);      /* the agent may have read */
+        source_restore (srcfd, fl);
         goto source;
     }
     fd = sys_openat (AT_FDCWD, replica, (flags & ~O_CREAT) | O_NOFOLLOW, 0);
     if (fd < 0) {
-        (void) lseek (srcfd, 0, SEEK_SET);
+        source_restore (srcfd, fl);
         goto source;
     }
     if (dup3 (fd, srcfd, flags & O_CLOEXEC) < 0) {
         (void) close (fd);
-        (void) lseek (srcfd, 0, SEEK_SET);
+        source_restore (srcfd, fl);
         goto source;
     }
     (void) close (fd);
