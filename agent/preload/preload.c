@@ -34,9 +34,11 @@
  * Everything else passes through: a flags test and, for paths that may
  * lie under a batch directory, a prefix test -- no lock, no allocation,
  * no system call beyond getcwd for relative paths.  The redirect path
- * takes a mutex only with trylock (a signal handler that opens a batch
- * file while its thread holds it simply skips the cache), allocates only
- * in the agent client, and guards against recursion.  Links only libc.
+ * takes no lock either: the cache's slots are seqlocks whose writers
+ * never wait (a signal handler that opens a batch file while its thread
+ * writes the slot simply skips the cache), a fork in the middle of a
+ * write leaves an empty slot (struct centry); it allocates only in the
+ * agent client, and guards against recursion.  Links only libc.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -78,11 +80,22 @@ struct dir {
     bool exclude;               /* "!D": inside a batch directory, not batch */
 };
 
+/* A slot of the process's cache, guarded by its sequence count (a
+ * seqlock without a lock): odd while a writer fills it.  A reader copies
+ * the slot and uses the copy only if the count was even and did not move
+ * meanwhile.  A writer claims the slot by making the count odd with a
+ * compare-and-swap, never waiting (a slot being written is skipped), and
+ * clears expires_ms first and sets it last: a slot left half-written --
+ * by a thread that does not exist in a forked child, or by the thread a
+ * signal handler interrupted -- is empty, never a path with another
+ * file's replica.
+ */
 struct centry {
-    char path[CACHE_PATH_MAX];  /* the normalised path opened */
-    char replica[REPLICA_PATH_MAX];
-    uint64_t size;
+    unsigned seq;
     int64_t expires_ms;         /* monotonic; 0: empty slot */
+    uint64_t size;
+    char path[CACHE_PATH_MAX];  /* the file's path, as the kernel tells it */
+    char replica[REPLICA_PATH_MAX];
 };
 
 static struct {
@@ -91,11 +104,10 @@ static struct {
     int ndirs;
     struct dir dirs[DIRS_MAX];
     int timeout_ms;
-    pthread_mutex_t lock;
     struct centry cache[CACHE_SLOTS];
     uint64_t cached_opens, cached_bytes;       /* not yet reported */
     int64_t agent_down_until_ms;
-} st = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} st;
 
 static __thread int in_tier __attribute__ ((tls_model ("initial-exec")));
 
@@ -135,11 +147,20 @@ static int sys_openat (int dirfd, const char *path, int flags, mode_t mode)
     return (int) syscall (SYS_openat, dirfd, path, flags, mode);
 }
 
+/* In a forked child only the forking thread lives on: a slot another
+ * thread was writing at fork time stays odd for ever; make it even again.
+ * It is empty, or complete (see struct centry).  If the forking thread
+ * is that writer (fork in a signal handler), it finishes the slot later
+ * and stores the same even count.
+ */
 static void child_after_fork (void)
 {
-    /* a thread of the parent may have held it at fork time */
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    st.lock = fresh;
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        struct centry *e = &st.cache[i];
+        unsigned seq = __atomic_load_n (&e->seq, __ATOMIC_RELAXED);
+        if (seq & 1)
+            __atomic_store_n (&e->seq, seq + 1, __ATOMIC_RELEASE);
+    }
     st.cached_opens = st.cached_bytes = 0;
 }
 
@@ -366,38 +387,67 @@ static unsigned slot_of (const char *path)
     return h % CACHE_SLOTS;
 }
 
+/* Claim e for writing: its even count, or -1 if a writer has it. */
+static int64_t slot_claim (struct centry *e)
+{
+    unsigned seq = __atomic_load_n (&e->seq, __ATOMIC_RELAXED);
+
+    if ((seq & 1)
+        || !__atomic_compare_exchange_n (&e->seq, &seq, seq + 1, false,
+                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return -1;
+    /* the odd count is seen before anything written after it */
+    __atomic_thread_fence (__ATOMIC_RELEASE);
+    return seq;
+}
+
+static void slot_release (struct centry *e, int64_t seq)
+{
+    __atomic_store_n (&e->seq, (unsigned) seq + 2, __ATOMIC_RELEASE);
+}
+
+#ifdef TIER_PRELOAD_TEST
+/* tests/unit/test_preload.c: a fork or a signal in the middle of a put */
+void tier_preload_test_mid_put (void);
+#define MID_PUT() tier_preload_test_mid_put ()
+#else
+#define MID_PUT() do { } while (0)
+#endif
+
 /* A replica validated recently for path: open it (-1 if none). */
 static int cache_open (const char *norm, int flags)
 {
     struct centry *e = &st.cache[slot_of (norm)];
-    char replica[REPLICA_PATH_MAX];
-    uint64_t size = 0;
-    bool hit = false;
+    struct centry copy;
+    unsigned seq;
+    int64_t seq2;
     int fd;
 
-    if (pthread_mutex_trylock (&st.lock) != 0)
+    seq = __atomic_load_n (&e->seq, __ATOMIC_ACQUIRE);
+    if (seq & 1)
         return -1;
-    if (e->expires_ms && now_ms () < e->expires_ms
-        && !strcmp (e->path, norm)) {
-        strcpy (replica, e->replica);
-        size = e->size;
-        hit = true;
-    }
-    pthread_mutex_unlock (&st.lock);
-    if (!hit)
+    memcpy (&copy, e, sizeof (copy));
+    __atomic_thread_fence (__ATOMIC_ACQUIRE);
+    if (__atomic_load_n (&e->seq, __ATOMIC_RELAXED) != seq)
+        return -1;                      /* written meanwhile */
+    copy.path[sizeof (copy.path) - 1] = '\0';
+    copy.replica[sizeof (copy.replica) - 1] = '\0';
+    if (!copy.expires_ms || now_ms () >= copy.expires_ms
+        || strcmp (copy.path, norm))
         return -1;
-    fd = sys_openat (AT_FDCWD, replica, (flags & ~O_CREAT) | O_NOFOLLOW, 0);
+    fd = sys_openat (AT_FDCWD, copy.replica, (flags & ~O_CREAT) | O_NOFOLLOW,
+                     0);
     if (fd < 0) {
-        /* evicted meanwhile: forget it, ask again */
-        if (pthread_mutex_trylock (&st.lock) == 0) {
+        /* evicted meanwhile: forget it (unless rewritten), ask again */
+        if ((seq2 = slot_claim (e)) >= 0) {
             if (!strcmp (e->path, norm))
-                e->expires_ms = 0;
-            pthread_mutex_unlock (&st.lock);
+                __atomic_store_n (&e->expires_ms, 0, __ATOMIC_RELAXED);
+            slot_release (e, seq2);
         }
         return -1;
     }
     __atomic_add_fetch (&st.cached_opens, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch (&st.cached_bytes, size, __ATOMIC_RELAXED);
+    __atomic_add_fetch (&st.cached_bytes, copy.size, __ATOMIC_RELAXED);
     return fd;
 }
 
@@ -405,17 +455,23 @@ static void cache_put (const char *norm, const char *replica, uint64_t size,
                        int revalidate)
 {
     struct centry *e = &st.cache[slot_of (norm)];
+    int64_t seq;
 
     if (revalidate <= 0 || strlen (norm) >= sizeof (e->path)
-        || strlen (replica) >= sizeof (e->replica))
+        || strlen (replica) >= sizeof (e->replica)
+        || (seq = slot_claim (e)) < 0)
         return;
-    if (pthread_mutex_trylock (&st.lock) != 0)
-        return;
+    /* empty first, valid last: a put cut short leaves no entry */
+    __atomic_store_n (&e->expires_ms, 0, __ATOMIC_RELAXED);
+    __atomic_signal_fence (__ATOMIC_SEQ_CST);
     strcpy (e->path, norm);
+    MID_PUT ();
     strcpy (e->replica, replica);
     e->size = size;
-    e->expires_ms = now_ms () + (int64_t) revalidate * 1000;
-    pthread_mutex_unlock (&st.lock);
+    __atomic_signal_fence (__ATOMIC_SEQ_CST);
+    __atomic_store_n (&e->expires_ms, now_ms () + (int64_t) revalidate * 1000,
+                      __ATOMIC_RELAXED);
+    slot_release (e, seq);
 }
 
 /* Ask the agent about the open source srcfd (at real).  0 with the
