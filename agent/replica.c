@@ -37,9 +37,10 @@
  *
  * Copies run in fetcher processes (one per copy, at most GfsStreams at
  * once, the queue shared fairly between users), which die with the
- * agent.  Each copies into BBDir/.tmp/NODE/ with the copy engine (fsync,
- * source re-checked after the copy: ESTALE if it changed) and renames the
- * complete file into place: a replica is never visible half-written.
+ * agent.  Each copies into BBDir/.tmp/NODE/ with the copy engine (fsync;
+ * the source must be the version the key names when the copy starts and
+ * still when it ends, else ESTALE and the opens read the GFS) and renames
+ * the complete file into place: a replica is never visible half-written.
  *
  * The index is LMDB (node-local): what this node knows of, what it
  * fetched (and so evicts: LRU past BBCapacity or below BBMinFree free,
@@ -115,6 +116,7 @@ struct fetch {
     uint64_t ttl;
     uint32_t batch;
     mode_t mode;                /* 0444, or 0555 for executables */
+    struct stat st;             /* the source when asked: what key names */
     int srcfd;
     pid_t pid;                  /* 0 while queued */
     bool done;
@@ -447,6 +449,7 @@ enum fetch_outcome {
 struct fetch_ctx {
     int srcfd, scopefd, tmpfd;
     const char *key;
+    const struct stat *expect;  /* the version key names */
     const char *node, *boot;
     uint64_t size;
     mode_t mode;
@@ -562,6 +565,10 @@ static int fetch_run (struct fetch_ctx *f)
         .flags = TIER_COPY_MODE,
         .mode = f->mode,
         .threads = 1,
+        /* the copy must be of the version its key names: the source may
+         * have changed while the request was queued or waited for the
+         * lock, and the engine only compares with the copy's start */
+        .expect = f->expect,
     };
     struct tier_copy_result res;
     struct heartbeat hb = { .fd = -1 };
@@ -616,8 +623,8 @@ static int fetch_run (struct fetch_ctx *f)
         (void) posix_fadvise (f->srcfd, 0, 0, POSIX_FADV_NORMAL);
     if (rc < 0) {
         (void) snprintf (f->err, sizeof (f->err), "%s%.400s",
-                         err == ESTALE ? "the source changed while it was "
-                         "copied: " : "", e.text);
+                         err == ESTALE ? "the source changed since it was "
+                         "opened: " : "", e.text);
         rc = -1;
     }
     else if (renameat (f->tmpfd, f->key, f->scopefd, f->key) < 0) {
@@ -654,6 +661,7 @@ static void fetcher (struct agent *a, struct fetch *ft, pid_t parent)
     struct fetch_ctx f = {
         .srcfd = ft->srcfd,
         .key = ft->key,
+        .expect = &ft->st,
         .node = a->node,
         .boot = r->boot,
         .size = ft->size,
@@ -1338,6 +1346,7 @@ static json_t *serve (struct agent *a, struct conn *c, struct replica_req *rq,
     /* read-only for everyone who can reach it; executables stay so (a
      * bound mirror runs them) */
     f->mode = (rq->st.st_mode & 0111) ? 0555 : 0444;
+    f->st = rq->st;
     f->srcfd = rq->fd;
     w->miss = true;
     f->waiters = w;

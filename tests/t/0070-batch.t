@@ -209,6 +209,36 @@ EOF2
     test "$(cat $OUT/later.out)" = v2
 '
 
+# The replica key is the source's version when the open asked; the copy
+# may start much later (queued behind GfsStreams, or waiting for another
+# node's lock).  Here the only stream waits for a planted lock while the
+# second file's request is queued and the file is rewritten in place.
+replicas_field () {
+    (cd $H && as_user alice $TIERCTL -N "$1" status --json) |
+        python3 -c "import json,sys; print(json.load(sys.stdin)[\"replicas\"][sys.argv[1]])" "$2"
+}
+replicas_is () { test "$(replicas_field "$1" "$2")" = "$3"; }
+test_expect_success 'a source rewritten while its copy is queued: the old key gets no replica of the new bytes' '
+    echo "GfsStreams = 1" >>$CLUSTER/etc/tier.conf && kill -HUP $(cat $CLUSTER/state/n1/tierd.pid) && sleep 1 &&
+    as_user alice sh -c "head -c 1M /dev/urandom > $DB/hold" &&
+    as_user alice python3 $TRASH/stamp.py $DB/queued v1 &&
+    d=$BB/replicas/u$alice_uid && kh=$(key_of $DB/hold) && kq=$(key_of $DB/queued) &&
+    echo "node=n2 boot=other pid=1 start=1" >$d/$kh.lock && rm -f $TRASH/release &&
+    { ( for s in $(seq 240); do [ -e $TRASH/release ] && break; touch $d/$kh.lock; sleep 0.5; done
+        rm -f $d/$kh.lock ) & } &&
+    a=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-batch=$DB -o /dev/null --wrap "cat $DB/hold") &&
+    wait_for 60 replicas_is n1 fetching 1 &&
+    b=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-batch=$DB -o $OUT/queued.out \
+        --wrap "python3 $TRASH/check.py $DB/queued") &&
+    wait_for 60 replicas_is n1 queued 1 &&
+    as_user alice python3 $TRASH/stamp.py $DB/queued v2 && test "$(key_of $DB/queued)" != "$kq" &&
+    touch $TRASH/release && wait && wait_for 60 job_done $a && wait_for 60 job_done $b &&
+    cat $OUT/queued.out && test "$(cat $OUT/queued.out)" = v2 &&
+    test ! -e $d/$kq &&
+    grep -q "replica of $DB/queued not made: the source changed since it was opened" $CLUSTER/log/tierd-n1.log &&
+    sed -i "/^GfsStreams = 1\$/d" $CLUSTER/etc/tier.conf && kill -HUP $(cat $CLUSTER/state/n1/tierd.pid)
+'
+
 # The fetcher reads the task's own descriptor with O_DIRECT: when the
 # agent dies mid-copy the task must not be left with that flag (its
 # unaligned reads would fail with EINVAL on ext4, XFS or Lustre).
