@@ -141,6 +141,8 @@ struct replicas {
     uint64_t fallthroughs, fetched_bytes;
     char scopes_ok[64][24];     /* scope directories made this run */
     int nscopes_ok;
+    struct tier_log_limit log_full;     /* opens that fell through: BB full */
+    struct tier_log_limit log_big;      /* ... a file larger than the BB */
 };
 
 /* ---------------------------------------------------------------- index */
@@ -1049,15 +1051,60 @@ static uint64_t bb_free (struct replicas *r)
     return (uint64_t) sv.f_bavail * sv.f_frsize;
 }
 
-/* Make room for size bytes within the budget and the free-space floor. */
+/* The largest file this node may make a replica of, 0 if no bound is
+ * known: its budget (BBCapacity), or without one the BB's size less
+ * BBMinFree.  what says which, for messages. */
+static uint64_t size_bound (struct agent *a, char *what, size_t whatsize)
+{
+    struct replicas *r = a->replicas;
+    uint64_t cap = a->conf->bb_capacity, min = a->conf->bb_min_free, size;
+    struct statvfs sv;
+
+    if (cap) {
+        (void) snprintf (what, whatsize, "the BB budget of node %s "
+                         "(BBCapacity %llu MiB)", a->node,
+                         (unsigned long long) (cap >> 20));
+        return cap;
+    }
+    if (!r || !r->enabled || statvfs (r->bb, &sv) < 0)
+        return 0;
+    size = (uint64_t) sv.f_blocks * sv.f_frsize;
+    (void) snprintf (what, whatsize, "the burst buffer (%llu MiB, BBMinFree "
+                     "%llu MiB)", (unsigned long long) (size >> 20),
+                     (unsigned long long) (min >> 20));
+    return size > min ? size - min : 1;
+}
+
+/* Make room for size bytes within the budget and the free-space floor,
+ * evicting this node's least recently used replicas -- only when that
+ * can make enough room: a request that cannot fit evicts nothing. */
 static int make_room (struct agent *a, uint64_t size, char *why,
                       size_t whysize)
 {
     struct replicas *r = a->replicas;
-    uint64_t cap = a->conf->bb_capacity;
+    uint64_t cap = a->conf->bb_capacity, min = a->conf->bb_min_free;
+    uint64_t inflight = inflight_bytes (r), avail;
     struct batches b = { .n = 0 };
     tier_error_t e;
 
+    if (cap && inflight + size > cap) {
+        (void) snprintf (why, whysize, "the BB budget of node %s "
+                         "(BBCapacity %llu MiB) is taken by copies in "
+                         "flight", a->node,
+                         (unsigned long long) (cap >> 20));
+        return -1;
+    }
+    avail = bb_free (r);
+    if (avail != UINT64_MAX
+        && avail + r->owned_bytes < size + min + inflight) {
+        (void) snprintf (why, whysize, "the burst buffer is full (%llu MiB "
+                         "free, %llu MiB of it this node's replicas, "
+                         "BBMinFree %llu MiB)",
+                         (unsigned long long) (avail >> 20),
+                         (unsigned long long) (r->owned_bytes >> 20),
+                         (unsigned long long) (min >> 20));
+        return -1;
+    }
     (void) store_job_foreach (a->store, running_cb, &b, &e);
     while (cap && r->owned_bytes + inflight_bytes (r) + size > cap) {
         struct replica *x = lru (r, &b);
@@ -1070,8 +1117,7 @@ static int make_room (struct agent *a, uint64_t size, char *why,
         }
         rec_evict (a, x, "BB budget");
     }
-    while (bb_free (r) < size + a->conf->bb_min_free
-                         + inflight_bytes (r)) {
+    while (bb_free (r) < size + min + inflight_bytes (r)) {
         struct replica *x = lru (r, &b);
         if (!x) {
             (void) snprintf (why, whysize, "the burst buffer is full");
@@ -1183,7 +1229,8 @@ static int take_fd (struct conn *c)
  * a regular file open for reading, the one the kernel says is at path.
  */
 static int check_source (int fd, const char *path, struct stat *st,
-                         uint64_t max, tier_error_t *error)
+                         uint64_t max, const char *what,
+                         tier_error_t *error)
 {
     char link[64], real[PATH_MAX];
     int fl;
@@ -1213,8 +1260,9 @@ static int check_source (int fd, const char *path, struct stat *st,
     }
     if (max && (uint64_t) st->st_size > max) {
         errno = EFBIG;
-        return tier_errprintf (error, "%s is larger than the BB budget",
-                               path);
+        return tier_errprintf (error, "%s (%llu MiB) is larger than %s",
+                               path, (unsigned long long) (st->st_size >> 20),
+                               what);
     }
     return 0;
 }
@@ -1325,6 +1373,8 @@ static json_t *serve (struct agent *a, struct conn *c, struct replica_req *rq,
     if (make_room (a, (uint64_t) rq->st.st_size, why, sizeof (why)) < 0) {
         close (rq->fd);
         free (w);
+        tier_log_limited (&r->log_full, LOG_WARNING, "replica of %s not "
+                          "made: %s (read from the GFS)", rq->path, why);
         return fallthrough (a, rq->job, "%s", why);
     }
     if (!(f = calloc (1, sizeof (*f))) || !(f->path = strdup (rq->path))) {
@@ -1413,7 +1463,8 @@ json_t *op_replica_open (struct agent *a, struct conn *c, json_t *req,
     struct peer_job pj;
     struct tier_policy pol;
     struct replica_req rq = { .job = &job };
-    char path[PATH_MAX];
+    char path[PATH_MAX], what[160];
+    uint64_t max;
     int fd = take_fd (c);
 
     if (fd < 0) {
@@ -1429,10 +1480,16 @@ json_t *op_replica_open (struct agent *a, struct conn *c, json_t *req,
     cached_opens (a, &job, req);
     ctr_add (a, &job, TIER_ROLE_BATCH, TIER_CTR_OPS, 1);
     ctr_add (a, &job, TIER_ROLE_BATCH, TIER_CTR_GFS_META_OPS, 1);
-    if (check_source (fd, path, &rq.st, a->conf->bb_capacity, error) < 0) {
+    max = size_bound (a, what, sizeof (what));
+    if (check_source (fd, path, &rq.st, max, what, error) < 0) {
         close (fd);
-        if (errno == EFBIG)
+        if (errno == EFBIG) {
+            if (r)
+                tier_log_limited (&r->log_big, LOG_WARNING, "replica not "
+                                  "made: %s (read from the GFS)",
+                                  error->text);
             return fallthrough (a, &job, "%s", error->text);
+        }
         ctr_add (a, &job, TIER_ROLE_BATCH, TIER_CTR_FAILURES, 1);
         return NULL;
     }
@@ -1479,7 +1536,8 @@ json_t *op_replica_prefetch (struct agent *a, struct conn *c, json_t *req,
     struct peer_job pj;
     struct tier_policy pol;
     struct replica_req rq;
-    char path[PATH_MAX];
+    char path[PATH_MAX], what[160];
+    uint64_t max;
     int fd = take_fd (c);
     tier_error_t e2;
 
@@ -1488,9 +1546,9 @@ json_t *op_replica_prefetch (struct agent *a, struct conn *c, json_t *req,
         tier_errprintf (error, "replica.prefetch needs one descriptor");
         return NULL;
     }
+    max = size_bound (a, what, sizeof (what));
     if (get_path (req, path, sizeof (path), error) < 0
-        || check_source (fd, path, &rq.st, a->conf->bb_capacity,
-                         error) < 0) {
+        || check_source (fd, path, &rq.st, max, what, error) < 0) {
         close (fd);
         return NULL;
     }

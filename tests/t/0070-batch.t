@@ -5,9 +5,13 @@ test_description='batch-shared inputs: the read-only BB replica cache, filled on
 . "$TIER_SRCDIR/tests/lib/gfsemu.sh"
 
 test_have_prereq ROOT,SLURM,FUSE,USERS || skip_all "needs root, Slurm, FUSE and users"
-# the GFS is capped so that a copy takes long enough to be interrupted
-test_expect_success 'start the cluster (GFS capped at 100 MiB/s)' '
+# the GFS is capped so that a copy takes long enough to be interrupted;
+# the BB is a 1 GiB tmpfs of its own (mounted before any agent starts),
+# so that its free space moves only with what this test does
+test_expect_success 'start the cluster (GFS capped at 100 MiB/s, BB on a 1 GiB tmpfs)' '
+    test_at_exit "umount -l $TRASH/${CLUSTER_NAME:-cluster}/bb" &&
     cluster_start --gfs-opts bandwidth=100M &&
+    mount -t tmpfs -o size=1G,mode=700 tier-bb $CLUSTER/bb &&
     echo "BBLockStale = 3s" >>$CLUSTER/etc/tier.conf
 '
 [ -n "${CLUSTER:-}" ] || bail_out "no cluster"
@@ -36,6 +40,17 @@ batch_ctr () {
 }
 # wait until every node has published the batch's final counters
 stats_settle () { sleep 3; }
+# agent_reload NODE: SIGHUP its agent, wait until it has reread tier.conf
+reloads () { grep -c "reloaded" $CLUSTER/log/tierd-$1.log || :; }
+agent_reload () {
+    _n=$(reloads $1) && kill -HUP $(cat $CLUSTER/state/$1/tierd.pid) &&
+        wait_for 10 eval "test \$(reloads $1) -gt $_n"
+}
+# conf_set KEY [VALUE]: set KEY in tier.conf, or remove it
+conf_set () {
+    sed -i "/^$1 = /d" $CLUSTER/etc/tier.conf &&
+        if [ -n "${2:-}" ]; then echo "$1 = $2" >>$CLUSTER/etc/tier.conf; fi
+}
 
 test_expect_success 'build the C and C++ readers (stdio fopen, std::ifstream)' '
     gcc -O2 -pthread -o $TRASH/opener $TIER_SRCDIR/tests/readers/opener.c &&
@@ -219,7 +234,7 @@ replicas_field () {
 }
 replicas_is () { test "$(replicas_field "$1" "$2")" = "$3"; }
 test_expect_success 'a source rewritten while its copy is queued: the old key gets no replica of the new bytes' '
-    echo "GfsStreams = 1" >>$CLUSTER/etc/tier.conf && kill -HUP $(cat $CLUSTER/state/n1/tierd.pid) && sleep 1 &&
+    conf_set GfsStreams 1 && agent_reload n1 &&
     as_user alice sh -c "head -c 1M /dev/urandom > $DB/hold" &&
     as_user alice python3 $TRASH/stamp.py $DB/queued v1 &&
     d=$BB/replicas/u$alice_uid && kh=$(key_of $DB/hold) && kq=$(key_of $DB/queued) &&
@@ -236,7 +251,7 @@ test_expect_success 'a source rewritten while its copy is queued: the old key ge
     cat $OUT/queued.out && test "$(cat $OUT/queued.out)" = v2 &&
     test ! -e $d/$kq &&
     grep -q "replica of $DB/queued not made: the source changed since it was opened" $CLUSTER/log/tierd-n1.log &&
-    sed -i "/^GfsStreams = 1\$/d" $CLUSTER/etc/tier.conf && kill -HUP $(cat $CLUSTER/state/n1/tierd.pid)
+    conf_set GfsStreams && agent_reload n1
 '
 
 # The fetcher reads the task's own descriptor with O_DIRECT: when the
@@ -411,7 +426,7 @@ test_expect_success 'ttl: a replica older than its policy'"'"'s ttl is removed' 
 '
 test_expect_success 'budget: past BBCapacity the least recently used replica goes; a file larger than it reads the GFS' '
     sed -i "s/^BBCapacity = .*/BBCapacity = 40M/" $CLUSTER/etc/tier.conf &&
-    kill -HUP $(cat $CLUSTER/state/n2/tierd.pid) && sleep 1 &&
+    agent_reload n2 &&
     (cd $H && as_user alice $TIERCTL -N n2 evict $H) >/dev/null &&
     as_user alice mkdir -p $DB/b &&
     for f in f1 f2 f3; do as_user alice sh -c "head -c 16M /dev/urandom > $DB/b/$f" || exit 1; done &&
@@ -424,8 +439,34 @@ test_expect_success 'budget: past BBCapacity the least recently used replica goe
     id=$(sbatch_wait alice -w n2 --tier-batch=$DB -o $OUT/huge.out --wrap "sha256sum $DB/big") &&
     grep -q $SUM $OUT/huge.out && stats_settle &&
     test "$(batch_ctr $id fallthroughs)" = 1 &&
+    grep "replica not made: $DB/big (64 MiB) is larger than the BB budget of node n2 (BBCapacity 40 MiB)" \
+        $CLUSTER/log/tierd-n2.log &&
     sed -i "s/^BBCapacity = .*/BBCapacity = 2G/" $CLUSTER/etc/tier.conf &&
-    kill -HUP $(cat $CLUSTER/state/n2/tierd.pid)
+    agent_reload n2
+'
+# n2 now owns the replicas of b/f2 and b/f3 (16 MiB each).
+replica_of () { test -f $BB/replicas/u$alice_uid/$(key_of "$1"); }
+test_expect_success 'a BB too full even after evicting everything: the open reads the GFS, nothing is evicted, one log line names the file' '
+    replica_of $DB/b/f2 && replica_of $DB/b/f3 &&
+    conf_set BBMinFree 2G && agent_reload n2 &&
+    as_user alice sh -c "head -c 1M /dev/urandom > $DB/b/full" &&
+    id=$(sbatch_wait alice -w n2 --tier-batch=$DB -o $OUT/full.out --wrap "sha256sum $DB/b/full") &&
+    grep -q "^$(sha256sum <$GFS-backing/home/alice/db/b/full | cut -d" " -f1) " $OUT/full.out &&
+    replica_of $DB/b/f2 && replica_of $DB/b/f3 && ! replica_of $DB/b/full &&
+    grep "replica of $DB/b/full not made: the burst buffer is full" $CLUSTER/log/tierd-n2.log &&
+    stats_settle && test "$(batch_ctr $id fallthroughs)" = 1 &&
+    conf_set BBMinFree && agent_reload n2
+'
+test_expect_success 'no budget (BBCapacity 0): a file larger than the BB reads the GFS at once, nothing is evicted' '
+    conf_set BBCapacity 0 && agent_reload n2 &&
+    as_user alice truncate -s 2G $DB/b/huge &&
+    id=$(sbatch_wait alice -w n2 --tier-batch=$DB -o $OUT/hg.out --wrap "head -c 1M $DB/b/huge | sha256sum") &&
+    grep -q "^$(head -c 1M /dev/zero | sha256sum | cut -d" " -f1) " $OUT/hg.out &&
+    replica_of $DB/b/f2 && replica_of $DB/b/f3 &&
+    grep "replica not made: $DB/b/huge (2048 MiB) is larger than the burst buffer (1024 MiB, BBMinFree 0 MiB)" \
+        $CLUSTER/log/tierd-n2.log &&
+    stats_settle && test "$(batch_ctr $id fallthroughs)" = 1 &&
+    conf_set BBCapacity 2G && agent_reload n2
 '
 test_expect_success 'no node was drained' 'no_drain'
 test_done
