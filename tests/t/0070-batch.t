@@ -158,8 +158,8 @@ test_expect_success 'a fresh lock planted "from n2": n1 waits for it and serves 
     as_user alice sh -c "head -c 8M /dev/urandom > $DB/locked" && gfsemu_reset "$GFS" &&
     k=$(key_of $DB/locked) && d=$BB/replicas/u$alice_uid &&
     echo "node=n2 boot=other pid=1 start=1" >$d/$k.lock &&
-    ( for s in 1 2 3 4 5 6; do sleep 1; touch $d/$k.lock; done;
-      cp $GFS-backing/home/alice/db/locked $d/.x && chmod 444 $d/.x && mv $d/.x $d/$k && rm -f $d/$k.lock ) &
+    { ( for s in 1 2 3 4 5 6; do sleep 1; touch $d/$k.lock; done;
+        cp $GFS-backing/home/alice/db/locked $d/.x && chmod 444 $d/.x && mv $d/.x $d/$k && rm -f $d/$k.lock ) & } &&
     id=$(sbatch_wait alice -w n1 --tier-batch=$DB -o $OUT/l.out --wrap "sha256sum $DB/locked") && wait &&
     test "$(job_state $id)" = COMPLETED &&
     grep -q "$(sha256sum <$GFS-backing/home/alice/db/locked | cut -d" " -f1)" $OUT/l.out &&
