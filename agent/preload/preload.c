@@ -26,10 +26,12 @@
  * undone, or, when the agent did not answer and a fetcher may still hold
  * it, the source is opened afresh for the program.  The interposer never
  * changes what a program reads, only where it comes from.  What it
- * cannot see: static binaries, raw syscalls (openat2 included), and files
- * the kernel and ld.so open (executables, shared libraries); those read
- * the GFS.  fstat of a redirected descriptor describes the replica (owner
- * root, mode 0444, another inode); size and times are the source's.
+ * cannot see: static binaries, raw syscalls (openat2 included), Go
+ * programs (their runtime makes its own syscalls), opens submitted
+ * through io_uring, and files the kernel and ld.so open (executables,
+ * shared libraries); those read the GFS.  fstat of a redirected
+ * descriptor describes the replica (owner root, mode 0444, another
+ * inode); size and times are the source's.
  *
  * Everything else passes through: a flags test and, for paths that may
  * lie under a batch directory, a prefix test -- no lock, no allocation,
