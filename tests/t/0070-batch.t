@@ -52,7 +52,15 @@ conf_set () {
         if [ -n "${2:-}" ]; then echo "$1 = $2" >>$CLUSTER/etc/tier.conf; fi
 }
 
-test_expect_success 'build the C and C++ readers (stdio fopen, std::ifstream)' '
+# cat_fortify_*: built as distributions build programs (-O2
+# -D_FORTIFY_SOURCE=2), so that glibc sends their opens to __open_2 and
+# its siblings; nm shows that it does.
+test_expect_success 'build the C and C++ readers (stdio fopen, std::ifstream, fortified open)' '
+    for k in 0:open:__open_2 1:open64:__open64_2 2:openat:__openat_2 3:openat64:__openat64_2; do
+        gcc -O2 -D_FORTIFY_SOURCE=2 -DOPEN_KIND=${k%%:*} -o $TRASH/cat_fortify_$(echo $k | cut -d: -f2) \
+            $TIER_SRCDIR/tests/readers/cat_fortify.c &&
+        nm -u $TRASH/cat_fortify_$(echo $k | cut -d: -f2) | grep -q " ${k##*:}@" || exit 1
+    done &&
     gcc -O2 -pthread -o $TRASH/opener $TIER_SRCDIR/tests/readers/opener.c &&
     gcc -O2 -o $TRASH/cat_fopen $TIER_SRCDIR/tests/readers/cat_fopen.c &&
     gcc -O2 -o $TRASH/cat_paths $TIER_SRCDIR/tests/readers/cat_paths.c &&
@@ -202,26 +210,40 @@ with open(sys.argv[1], "rb") as f:
 print(",".join(sorted(x.decode() for x in seen)))
 EOF2
 chmod 644 $TRASH/*.py
-test_expect_success 'a source rewritten in place mid-batch (mtime restored): no task reads a mix; later tasks and jobs read the new one' '
-    as_user alice python3 $TRASH/stamp.py $DB/versioned v1 &&
-    m=$(stat -c %.9Y $DB/versioned) &&
+# rewrite_mid_batch FILE RESTORE: 4 tasks read FILE (v1); after the
+# first two have read it, it is rewritten in place (v2), its mtime put
+# back if RESTORE=1; the last two and a later job must read v2, and no
+# task a mix.
+rewrite_mid_batch () {
+    _f=$1 && as_user alice python3 $TRASH/stamp.py $_f v1 &&
+    _m=$(stat -c %.9Y $_f) && rm -f $OUT/rewritten $OUT/ver-* &&
     cat >$H/ver.sh <<EOF2 &&
 #!/bin/bash
 i=\$SLURM_ARRAY_TASK_ID
 if [ \$i -gt 2 ]; then while [ ! -e $OUT/rewritten ]; do sleep 0.2; done; fi
-python3 $TRASH/check.py $DB/versioned > $OUT/ver-\$i
+python3 $TRASH/check.py $_f > $OUT/ver-\$i
 EOF2
     chmod 755 $H/ver.sh && chown alice $H/ver.sh &&
-    id=$(cd $H && as_user alice sbatch --parsable --array=1-4 --tier-batch=$DB -o /dev/null $H/ver.sh) &&
+    _id=$(cd $H && as_user alice sbatch --parsable --array=1-4 --tier-batch=$DB -o /dev/null $H/ver.sh) &&
     wait_for 60 test -s $OUT/ver-1 && wait_for 60 test -s $OUT/ver-2 &&
-    as_user alice python3 $TRASH/stamp.py $DB/versioned v2 &&
-    as_user alice touch -d "@$m" $DB/versioned && test "$(stat -c %.9Y $DB/versioned)" = "$m" &&
-    touch $OUT/rewritten && wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED &&
+    as_user alice python3 $TRASH/stamp.py $_f v2 &&
+    if [ "$2" = 1 ]; then
+        as_user alice touch -d "@$_m" $_f && test "$(stat -c %.9Y $_f)" = "$_m"
+    else
+        test "$(stat -c %.9Y $_f)" != "$_m"
+    fi &&
+    touch $OUT/rewritten && wait_for 60 job_done $_id && test "$(job_state $_id)" = COMPLETED &&
     cat $OUT/ver-* &&
     test "$(cat $OUT/ver-1)" = v1 && test "$(cat $OUT/ver-2)" = v1 &&
     test "$(cat $OUT/ver-3)" = v2 && test "$(cat $OUT/ver-4)" = v2 &&
-    id=$(sbatch_wait alice --tier-batch=$DB -o $OUT/later.out --wrap "python3 $TRASH/check.py $DB/versioned") &&
+    _id=$(sbatch_wait alice --tier-batch=$DB -o $OUT/later.out --wrap "python3 $TRASH/check.py $_f") &&
     test "$(cat $OUT/later.out)" = v2
+}
+test_expect_success 'a source rewritten in place mid-batch (mtime restored): no task reads a mix; later tasks and jobs read the new one' '
+    rewrite_mid_batch $DB/versioned 1
+'
+test_expect_success 'the same without restoring the mtime' '
+    rewrite_mid_batch $DB/versioned2 0
 '
 
 # The replica key is the source's version when the open asked; the copy
@@ -322,9 +344,12 @@ test_expect_success 'a static binary reads the GFS directly and gets the same by
     test "$(gfsemu_stat "$GFS" home/alice/db/big read_bytes)" = 67108864
 '
 
-test_expect_success 'threads, fork and exec: every open reads the same bytes; the process caches its decisions' '
+test_expect_success 'threads, fork and exec; open, openat, open64, fopen, freopen, freopen64: every open reads the file'"'"'s bytes; the process caches its decisions' '
+    head -c 4096 $GFS-backing/home/alice/db/big >$TRASH/big.head &&
+    first=$($TRASH/cat_paths $TRASH/big.head | cut -d" " -f2-) &&
     id=$(sbatch_wait alice -w n1 --tier-batch=$DB -o $OUT/op.out -e $OUT/op.err --wrap "$TRASH/opener $DB/big 50 4") &&
     test "$(job_state $id)" = COMPLETED && cat $OUT/op.out && grep -qx "ok 602" $OUT/op.out &&
+    grep -qx "first $first" $OUT/op.out &&
     stats_settle && h=$(batch_ctr $id hits) && m=$(batch_ctr $id gfs_meta_ops) &&
     echo "hits $h, GFS metadata operations $m" && test "$h" = 602 && test "$m" -le 24
 '
@@ -340,6 +365,14 @@ test_expect_success 'once x is cached, ".." after a symlink, "x/." and "x/" stil
     id=$(sbatch_wait alice -w n1 --tier-batch=$DB -o $OUT/dd.out --wrap "cd $DB && $TRASH/cat_paths $args") &&
     diff $TRASH/dd.want $OUT/dd.out && stats_settle &&
     test "$(batch_ctr $id misses)" = 1 && test "$(batch_ctr $id hits)" = 4
+'
+test_expect_success 'programs built with _FORTIFY_SOURCE (__open_2, __open64_2, __openat_2, __openat64_2) are served replicas' '
+    gfsemu_reset "$GFS" &&
+    id=$(sbatch_wait alice -w n1 --tier-batch=$DB -o $OUT/fort.out \
+        --wrap "for r in open open64 openat openat64; do $TRASH/cat_fortify_\$r $DB/big | sha256sum; done") &&
+    cat $OUT/fort.out && test "$(grep -c "^$SUM " $OUT/fort.out)" = 4 &&
+    test "$(gfsemu_stat "$GFS" home/alice/db/big read_bytes)" = 0 &&
+    stats_settle && test "$(batch_ctr $id hits)" = 4 && test "$(batch_ctr $id fallthroughs)" = 0
 '
 test_expect_success 'revalidate 0: every open asks the agent (and opens the source)' '
     as_user alice mkdir -p $H/reval && as_user alice sh -c "echo r > $H/reval/f" &&
@@ -467,6 +500,20 @@ test_expect_success 'no budget (BBCapacity 0): a file larger than the BB reads t
         $CLUSTER/log/tierd-n2.log &&
     stats_settle && test "$(batch_ctr $id fallthroughs)" = 1 &&
     conf_set BBCapacity 2G && agent_reload n2
+'
+# The BB's free space is the test's alone (its own tmpfs): keep 8 MiB
+# less than is free now, and a 16 MiB copy must first evict one replica.
+test_expect_success 'BBMinFree: below it the least recently used replica goes first' '
+    replica_of $DB/b/f2 && replica_of $DB/b/f3 &&
+    as_user alice sh -c "head -c 16M /dev/urandom > $DB/b/m1" &&
+    free_k=$(( $(stat -f -c "%a * %S" $BB) / 1024 )) &&
+    conf_set BBMinFree "$((free_k - 8192))K" && agent_reload n2 &&
+    id=$(sbatch_wait alice -w n2 --tier-batch=$DB -o $OUT/m1.out --wrap "sha256sum $DB/b/m1") &&
+    grep -q "^$(sha256sum <$GFS-backing/home/alice/db/b/m1 | cut -d" " -f1) " $OUT/m1.out &&
+    ! replica_of $DB/b/f2 && replica_of $DB/b/f3 && replica_of $DB/b/m1 &&
+    grep "replica of $DB/b/f2 (16777216 bytes) evicted: BB free space" $CLUSTER/log/tierd-n2.log &&
+    stats_settle && test "$(batch_ctr $id misses)" = 1 &&
+    conf_set BBMinFree && agent_reload n2
 '
 test_expect_success 'no node was drained' 'no_drain'
 test_done
