@@ -37,9 +37,10 @@
  *
  * Copies run in fetcher processes (one per copy, at most GfsStreams at
  * once, the queue shared fairly between users), which die with the
- * agent.  Each copies into BBDir/.tmp/NODE/ with the copy engine (fsync,
- * source re-checked after the copy: ESTALE if it changed) and renames the
- * complete file into place: a replica is never visible half-written.
+ * agent.  Each copies into BBDir/.tmp/NODE/ with the copy engine (fsync;
+ * the source must be the version the key names when the copy starts and
+ * still when it ends, else ESTALE and the opens read the GFS) and renames
+ * the complete file into place: a replica is never visible half-written.
  *
  * The index is LMDB (node-local): what this node knows of, what it
  * fetched (and so evicts: LRU past BBCapacity or below BBMinFree free,
@@ -115,6 +116,7 @@ struct fetch {
     uint64_t ttl;
     uint32_t batch;
     mode_t mode;                /* 0444, or 0555 for executables */
+    struct stat st;             /* the source when asked: what key names */
     int srcfd;
     pid_t pid;                  /* 0 while queued */
     bool done;
@@ -139,6 +141,8 @@ struct replicas {
     uint64_t fallthroughs, fetched_bytes;
     char scopes_ok[64][24];     /* scope directories made this run */
     int nscopes_ok;
+    struct tier_log_limit log_full;     /* opens that fell through: BB full */
+    struct tier_log_limit log_big;      /* ... a file larger than the BB */
 };
 
 /* ---------------------------------------------------------------- index */
@@ -447,6 +451,7 @@ enum fetch_outcome {
 struct fetch_ctx {
     int srcfd, scopefd, tmpfd;
     const char *key;
+    const struct stat *expect;  /* the version key names */
     const char *node, *boot;
     uint64_t size;
     mode_t mode;
@@ -562,6 +567,10 @@ static int fetch_run (struct fetch_ctx *f)
         .flags = TIER_COPY_MODE,
         .mode = f->mode,
         .threads = 1,
+        /* the copy must be of the version its key names: the source may
+         * have changed while the request was queued or waited for the
+         * lock, and the engine only compares with the copy's start */
+        .expect = f->expect,
     };
     struct tier_copy_result res;
     struct heartbeat hb = { .fd = -1 };
@@ -589,7 +598,9 @@ static int fetch_run (struct fetch_ctx *f)
      * and cached pages would be dropped and read again whenever another
      * task opens the source (FUSE without keep_cache, NFS on a change).
      * Else no readahead, for the same reason.  The open file description
-     * is the task's own, which waits for the answer: restore its flags.
+     * is the task's own, which waits for the answer: restore its flags
+     * (if this process is killed first, the interposer does it, or
+     * gives the task a fresh open when the agent never answers).
      */
     fl = fcntl (f->srcfd, F_GETFL);
     direct = fl >= 0 && fcntl (f->srcfd, F_SETFL, fl | O_DIRECT) == 0;
@@ -614,8 +625,8 @@ static int fetch_run (struct fetch_ctx *f)
         (void) posix_fadvise (f->srcfd, 0, 0, POSIX_FADV_NORMAL);
     if (rc < 0) {
         (void) snprintf (f->err, sizeof (f->err), "%s%.400s",
-                         err == ESTALE ? "the source changed while it was "
-                         "copied: " : "", e.text);
+                         err == ESTALE ? "the source changed since it was "
+                         "opened: " : "", e.text);
         rc = -1;
     }
     else if (renameat (f->tmpfd, f->key, f->scopefd, f->key) < 0) {
@@ -652,6 +663,7 @@ static void fetcher (struct agent *a, struct fetch *ft, pid_t parent)
     struct fetch_ctx f = {
         .srcfd = ft->srcfd,
         .key = ft->key,
+        .expect = &ft->st,
         .node = a->node,
         .boot = r->boot,
         .size = ft->size,
@@ -1039,15 +1051,60 @@ static uint64_t bb_free (struct replicas *r)
     return (uint64_t) sv.f_bavail * sv.f_frsize;
 }
 
-/* Make room for size bytes within the budget and the free-space floor. */
+/* The largest file this node may make a replica of, 0 if no bound is
+ * known: its budget (BBCapacity), or without one the BB's size less
+ * BBMinFree.  what says which, for messages. */
+static uint64_t size_bound (struct agent *a, char *what, size_t whatsize)
+{
+    struct replicas *r = a->replicas;
+    uint64_t cap = a->conf->bb_capacity, min = a->conf->bb_min_free, size;
+    struct statvfs sv;
+
+    if (cap) {
+        (void) snprintf (what, whatsize, "the BB budget of node %s "
+                         "(BBCapacity %llu MiB)", a->node,
+                         (unsigned long long) (cap >> 20));
+        return cap;
+    }
+    if (!r || !r->enabled || statvfs (r->bb, &sv) < 0)
+        return 0;
+    size = (uint64_t) sv.f_blocks * sv.f_frsize;
+    (void) snprintf (what, whatsize, "the burst buffer (%llu MiB, BBMinFree "
+                     "%llu MiB)", (unsigned long long) (size >> 20),
+                     (unsigned long long) (min >> 20));
+    return size > min ? size - min : 1;
+}
+
+/* Make room for size bytes within the budget and the free-space floor,
+ * evicting this node's least recently used replicas -- only when that
+ * can make enough room: a request that cannot fit evicts nothing. */
 static int make_room (struct agent *a, uint64_t size, char *why,
                       size_t whysize)
 {
     struct replicas *r = a->replicas;
-    uint64_t cap = a->conf->bb_capacity;
+    uint64_t cap = a->conf->bb_capacity, min = a->conf->bb_min_free;
+    uint64_t inflight = inflight_bytes (r), avail;
     struct batches b = { .n = 0 };
     tier_error_t e;
 
+    if (cap && inflight + size > cap) {
+        (void) snprintf (why, whysize, "the BB budget of node %s "
+                         "(BBCapacity %llu MiB) is taken by copies in "
+                         "flight", a->node,
+                         (unsigned long long) (cap >> 20));
+        return -1;
+    }
+    avail = bb_free (r);
+    if (avail != UINT64_MAX
+        && avail + r->owned_bytes < size + min + inflight) {
+        (void) snprintf (why, whysize, "the burst buffer is full (%llu MiB "
+                         "free, %llu MiB of it this node's replicas, "
+                         "BBMinFree %llu MiB)",
+                         (unsigned long long) (avail >> 20),
+                         (unsigned long long) (r->owned_bytes >> 20),
+                         (unsigned long long) (min >> 20));
+        return -1;
+    }
     (void) store_job_foreach (a->store, running_cb, &b, &e);
     while (cap && r->owned_bytes + inflight_bytes (r) + size > cap) {
         struct replica *x = lru (r, &b);
@@ -1060,8 +1117,7 @@ static int make_room (struct agent *a, uint64_t size, char *why,
         }
         rec_evict (a, x, "BB budget");
     }
-    while (bb_free (r) < size + a->conf->bb_min_free
-                         + inflight_bytes (r)) {
+    while (bb_free (r) < size + min + inflight_bytes (r)) {
         struct replica *x = lru (r, &b);
         if (!x) {
             (void) snprintf (why, whysize, "the burst buffer is full");
@@ -1173,7 +1229,8 @@ static int take_fd (struct conn *c)
  * a regular file open for reading, the one the kernel says is at path.
  */
 static int check_source (int fd, const char *path, struct stat *st,
-                         uint64_t max, tier_error_t *error)
+                         uint64_t max, const char *what,
+                         tier_error_t *error)
 {
     char link[64], real[PATH_MAX];
     int fl;
@@ -1203,8 +1260,9 @@ static int check_source (int fd, const char *path, struct stat *st,
     }
     if (max && (uint64_t) st->st_size > max) {
         errno = EFBIG;
-        return tier_errprintf (error, "%s is larger than the BB budget",
-                               path);
+        return tier_errprintf (error, "%s (%llu MiB) is larger than %s",
+                               path, (unsigned long long) (st->st_size >> 20),
+                               what);
     }
     return 0;
 }
@@ -1315,6 +1373,8 @@ static json_t *serve (struct agent *a, struct conn *c, struct replica_req *rq,
     if (make_room (a, (uint64_t) rq->st.st_size, why, sizeof (why)) < 0) {
         close (rq->fd);
         free (w);
+        tier_log_limited (&r->log_full, LOG_WARNING, "replica of %s not "
+                          "made: %s (read from the GFS)", rq->path, why);
         return fallthrough (a, rq->job, "%s", why);
     }
     if (!(f = calloc (1, sizeof (*f))) || !(f->path = strdup (rq->path))) {
@@ -1336,6 +1396,7 @@ static json_t *serve (struct agent *a, struct conn *c, struct replica_req *rq,
     /* read-only for everyone who can reach it; executables stay so (a
      * bound mirror runs them) */
     f->mode = (rq->st.st_mode & 0111) ? 0555 : 0444;
+    f->st = rq->st;
     f->srcfd = rq->fd;
     w->miss = true;
     f->waiters = w;
@@ -1402,7 +1463,8 @@ json_t *op_replica_open (struct agent *a, struct conn *c, json_t *req,
     struct peer_job pj;
     struct tier_policy pol;
     struct replica_req rq = { .job = &job };
-    char path[PATH_MAX];
+    char path[PATH_MAX], what[160];
+    uint64_t max;
     int fd = take_fd (c);
 
     if (fd < 0) {
@@ -1418,10 +1480,16 @@ json_t *op_replica_open (struct agent *a, struct conn *c, json_t *req,
     cached_opens (a, &job, req);
     ctr_add (a, &job, TIER_ROLE_BATCH, TIER_CTR_OPS, 1);
     ctr_add (a, &job, TIER_ROLE_BATCH, TIER_CTR_GFS_META_OPS, 1);
-    if (check_source (fd, path, &rq.st, a->conf->bb_capacity, error) < 0) {
+    max = size_bound (a, what, sizeof (what));
+    if (check_source (fd, path, &rq.st, max, what, error) < 0) {
         close (fd);
-        if (errno == EFBIG)
+        if (errno == EFBIG) {
+            if (r)
+                tier_log_limited (&r->log_big, LOG_WARNING, "replica not "
+                                  "made: %s (read from the GFS)",
+                                  error->text);
             return fallthrough (a, &job, "%s", error->text);
+        }
         ctr_add (a, &job, TIER_ROLE_BATCH, TIER_CTR_FAILURES, 1);
         return NULL;
     }
@@ -1468,7 +1536,8 @@ json_t *op_replica_prefetch (struct agent *a, struct conn *c, json_t *req,
     struct peer_job pj;
     struct tier_policy pol;
     struct replica_req rq;
-    char path[PATH_MAX];
+    char path[PATH_MAX], what[160];
+    uint64_t max;
     int fd = take_fd (c);
     tier_error_t e2;
 
@@ -1477,9 +1546,9 @@ json_t *op_replica_prefetch (struct agent *a, struct conn *c, json_t *req,
         tier_errprintf (error, "replica.prefetch needs one descriptor");
         return NULL;
     }
+    max = size_bound (a, what, sizeof (what));
     if (get_path (req, path, sizeof (path), error) < 0
-        || check_source (fd, path, &rq.st, a->conf->bb_capacity,
-                         error) < 0) {
+        || check_source (fd, path, &rq.st, max, what, error) < 0) {
         close (fd);
         return NULL;
     }

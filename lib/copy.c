@@ -711,6 +711,18 @@ static bool changed (const struct stat *a, const struct stat *b)
            || a->st_ctim.tv_nsec != b->st_ctim.tv_nsec;
 }
 
+/* The same version of a file, as a replica key names it: st_dev is left
+ * out (it differs between the clients of a network file system, and the
+ * expected stat may come from another call). */
+static bool same_version (const struct stat *a, const struct stat *b)
+{
+    return a->st_ino == b->st_ino && a->st_size == b->st_size
+           && a->st_mtim.tv_sec == b->st_mtim.tv_sec
+           && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec
+           && a->st_ctim.tv_sec == b->st_ctim.tv_sec
+           && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
 static mode_t final_mode (struct copy_ctx *ctx, const struct stat *st,
                           bool file)
 {
@@ -1156,6 +1168,11 @@ int tier_copy_fd (int srcfd, int dstdirfd, const char *name,
     }
     if (check_source (srcfd, &f.st, name, error) < 0)
         return -1;
+    if (opts && opts->expect && !same_version (&f.st, opts->expect)) {
+        errno = ESTALE;
+        return tier_errprintf (error, "%s: changed since it was looked at",
+                               name);
+    }
     ctx_init (&ctx, opts);
     f.ctx = &ctx;
     f.name = f.rel = name;

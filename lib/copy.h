@@ -35,6 +35,10 @@
  * Change detection.  The source is fstat'ed before and after the copy; if
  * its inode, size, mtime or ctime (to the nanosecond) differ, or it ends
  * early, the copy fails with errno ESTALE and nothing is published.  A
+ * caller that named the copy by a version it saw earlier (a replica key)
+ * passes that stat as opts->expect: a source that is no longer that
+ * version when the copy starts fails with ESTALE too, so the copy is
+ * always of the version it is named by.  A
  * writer that changes the file through a shared mmap without the kernel
  * updating mtime cannot be detected (no file system tells).
  *
@@ -149,6 +153,10 @@ struct tier_copy_opts {
     tier_copy_report_f report;
     void *report_arg;
     struct tier_copy_limit *limit;  /* shared bandwidth limit, or NULL */
+    const struct stat *expect;      /* tier_copy_fd: the version the copy
+                                     * must be of (inode, size, mtime and
+                                     * ctime in ns; not st_dev), else
+                                     * ESTALE; NULL: whatever it is */
 };
 
 /* Counters of one call, filled (after zeroing) whether it succeeds or

@@ -186,6 +186,49 @@ void tier_log_error (const char *fmt, ...)
     errno = saved;
 }
 
+void tier_log_limited (struct tier_log_limit *rl, int level,
+                       const char *fmt, ...)
+{
+    unsigned burst = rl->burst ? rl->burst : 5;
+    unsigned interval = rl->interval ? rl->interval : 60;
+    struct timespec ts;
+    long long now;
+    char msg[2048];
+    va_list ap;
+    int saved = errno;
+
+    if (level > logger.level)
+        return;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    now = (long long) ts.tv_sec;
+    if (!rl->started) {
+        rl->started = 1;
+        rl->tokens = burst;
+        rl->last = now;
+    }
+    else if (now - rl->last >= (long long) interval) {
+        long long earned = (now - rl->last) / interval;
+        rl->tokens = earned >= burst - rl->tokens ? burst
+                     : rl->tokens + (unsigned) earned;
+        rl->last += earned * interval;
+    }
+    if (rl->tokens == 0) {
+        rl->dropped++;
+        errno = saved;
+        return;
+    }
+    rl->tokens--;
+    va_start (ap, fmt);
+    (void) vsnprintf (msg, sizeof (msg), fmt, ap);
+    va_end (ap);
+    if (rl->dropped)
+        tier_log (level, "%s (%lu more like it left out)", msg, rl->dropped);
+    else
+        tier_log (level, "%s", msg);
+    rl->dropped = 0;
+    errno = saved;
+}
+
 void tier_log_exit (const char *fmt, ...)
 {
     va_list ap;

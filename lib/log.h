@@ -41,6 +41,26 @@ void tier_log (int level, const char *fmt, ...)
 void tier_log_error (const char *fmt, ...)
     __attribute__ ((format (printf, 1, 2)));
 
+/* Rate limiting for lines that clients can make an event repeat (munge's
+ * job_accept): a limiter lets burst lines through at once, then one line
+ * per interval seconds; the first line let through after some were left
+ * out says how many.  Zero fields take the defaults (5 lines, 60 s).
+ * Initialise with { .burst = B, .interval = S } or all zeros.  Not
+ * thread-safe: one limiter per thread (the agent's loop).
+ */
+struct tier_log_limit {
+    unsigned burst;
+    unsigned interval;
+    unsigned tokens;
+    long long last;             /* monotonic seconds of the last refill */
+    unsigned long dropped;
+    int started;
+};
+
+void tier_log_limited (struct tier_log_limit *rl, int level,
+                       const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
 /* Log at LOG_ERR and exit (1); only for main () and ctl/. */
 void tier_log_exit (const char *fmt, ...)
     __attribute__ ((format (printf, 1, 2), noreturn));

@@ -9,7 +9,9 @@
  * open for reading only of a regular file under a batch directory:
  *
  *   1. a replica this process already validated within the policy's
- *      revalidate interval is opened directly (no agent, no GFS);
+ *      revalidate interval is opened directly (no agent, no GFS) -- if
+ *      the path names the file without "." or ".." components, so that
+ *      its lexical form is what the kernel resolves;
  *   2. else the source is opened as the program asked (same flags, same
  *      credentials, so the same errors), and its descriptor is passed to
  *      the node's agent (replica.open), which answers with a replica's
@@ -19,19 +21,26 @@
  *      the source descriptor (dup3 onto its number: the program still
  *      gets the lowest free descriptor, as open promises).
  *
- * Whatever fails, the program gets the source descriptor: the interposer
- * never changes what a program reads, only where it comes from.  What it
- * cannot see: static binaries, raw syscalls (openat2 included), and files
- * the kernel and ld.so open (executables, shared libraries); those read
- * the GFS.  fstat of a redirected descriptor describes the replica (owner
- * root, mode 0444, another inode); size and times are the source's.
+ * Whatever fails, the program gets the source descriptor -- as its open
+ * made it: what a fetcher changed on it (O_DIRECT, readahead, offset) is
+ * undone, or, when the agent did not answer and a fetcher may still hold
+ * it, the source is opened afresh for the program.  The interposer never
+ * changes what a program reads, only where it comes from.  What it
+ * cannot see: static binaries, raw syscalls (openat2 included), Go
+ * programs (their runtime makes its own syscalls), opens submitted
+ * through io_uring, and files the kernel and ld.so open (executables,
+ * shared libraries); those read the GFS.  fstat of a redirected
+ * descriptor describes the replica (owner root, mode 0444, another
+ * inode); size and times are the source's.
  *
  * Everything else passes through: a flags test and, for paths that may
  * lie under a batch directory, a prefix test -- no lock, no allocation,
  * no system call beyond getcwd for relative paths.  The redirect path
- * takes a mutex only with trylock (a signal handler that opens a batch
- * file while its thread holds it simply skips the cache), allocates only
- * in the agent client, and guards against recursion.  Links only libc.
+ * takes no lock either: the cache's slots are seqlocks whose writers
+ * never wait (a signal handler that opens a batch file while its thread
+ * writes the slot simply skips the cache), a fork in the middle of a
+ * write leaves an empty slot (struct centry); it allocates only in the
+ * agent client, and guards against recursion.  Links only libc.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -73,11 +82,22 @@ struct dir {
     bool exclude;               /* "!D": inside a batch directory, not batch */
 };
 
+/* A slot of the process's cache, guarded by its sequence count (a
+ * seqlock without a lock): odd while a writer fills it.  A reader copies
+ * the slot and uses the copy only if the count was even and did not move
+ * meanwhile.  A writer claims the slot by making the count odd with a
+ * compare-and-swap, never waiting (a slot being written is skipped), and
+ * clears expires_ms first and sets it last: a slot left half-written --
+ * by a thread that does not exist in a forked child, or by the thread a
+ * signal handler interrupted -- is empty, never a path with another
+ * file's replica.
+ */
 struct centry {
-    char path[CACHE_PATH_MAX];  /* the normalised path opened */
-    char replica[REPLICA_PATH_MAX];
-    uint64_t size;
+    unsigned seq;
     int64_t expires_ms;         /* monotonic; 0: empty slot */
+    uint64_t size;
+    char path[CACHE_PATH_MAX];  /* the file's path, as the kernel tells it */
+    char replica[REPLICA_PATH_MAX];
 };
 
 static struct {
@@ -86,11 +106,10 @@ static struct {
     int ndirs;
     struct dir dirs[DIRS_MAX];
     int timeout_ms;
-    pthread_mutex_t lock;
     struct centry cache[CACHE_SLOTS];
     uint64_t cached_opens, cached_bytes;       /* not yet reported */
     int64_t agent_down_until_ms;
-} st = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} st;
 
 static __thread int in_tier __attribute__ ((tls_model ("initial-exec")));
 
@@ -130,11 +149,20 @@ static int sys_openat (int dirfd, const char *path, int flags, mode_t mode)
     return (int) syscall (SYS_openat, dirfd, path, flags, mode);
 }
 
+/* In a forked child only the forking thread lives on: a slot another
+ * thread was writing at fork time stays odd for ever; make it even again.
+ * It is empty, or complete (see struct centry).  If the forking thread
+ * is that writer (fork in a signal handler), it finishes the slot later
+ * and stores the same even count.
+ */
 static void child_after_fork (void)
 {
-    /* a thread of the parent may have held it at fork time */
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    st.lock = fresh;
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        struct centry *e = &st.cache[i];
+        unsigned seq = __atomic_load_n (&e->seq, __ATOMIC_RELAXED);
+        if (seq & 1)
+            __atomic_store_n (&e->seq, seq + 1, __ATOMIC_RELEASE);
+    }
     st.cached_opens = st.cached_bytes = 0;
 }
 
@@ -277,17 +305,61 @@ static bool plain (const char *path)
     return true;
 }
 
-/* The absolute, lexically normalised form of (dirfd, path), or -1. */
-static int absolute (int dirfd, const char *path, char *out, size_t size)
+/* A relative path with nothing for the kernel to interpret beyond its
+ * names: no "." or ".." component, no empty one ("//", a trailing '/').
+ * Joined to the physical path of the directory it starts from, it names
+ * exactly what the kernel will open, so the process's cache may answer
+ * for it (a ".." after a symlink, or "FILE/." and "FILE/", would not).
+ */
+static bool exact_rel (const char *path)
 {
+    const char *p = path;
+
+    if (!*p)
+        return false;
+    for (;;) {
+        const char *start = p;
+        size_t len;
+
+        while (*p && *p != '/')
+            p++;
+        len = (size_t) (p - start);
+        if (len == 0 || (len == 1 && start[0] == '.')
+            || (len == 2 && start[0] == '.' && start[1] == '.'))
+            return false;
+        if (!*p)
+            return true;
+        p++;
+    }
+}
+
+/* The absolute, lexically normalised form of (dirfd, path), or -1.
+ * *exact says whether that form names what the kernel opens for
+ * (dirfd, path): the path is exact (see exact_rel), and the directory
+ * it is relative to is known by its physical path (getcwd and
+ * /proc/self/fd give those, symlinks resolved; a deleted directory has
+ * none).  Only then may the process's cache answer (cache_open): the
+ * lexical form of "sub/../x" is "x" whatever sub is, the kernel's is not.
+ */
+static int absolute (int dirfd, const char *path, char *out, size_t size,
+                     bool *exact)
+{
+    static const char deleted[] = " (deleted)";
     char buf[PATH_MAX * 2];
     size_t n;
 
-    if (path[0] == '/')
+    *exact = false;
+    if (path[0] == '/') {
+        *exact = exact_rel (path + 1);
         return tier_path_normalize (path, out, size);
+    }
     if (dirfd == AT_FDCWD) {
+        /* the kernel's own path of the working directory (ENOENT once it
+         * is deleted or out of reach) */
         if (!getcwd (buf, PATH_MAX))
             return -1;
+        n = strlen (buf);
+        *exact = buf[0] == '/';
     }
     else {
         char link[64];
@@ -296,8 +368,11 @@ static int absolute (int dirfd, const char *path, char *out, size_t size)
         if ((r = readlink (link, buf, PATH_MAX - 1)) <= 0 || buf[0] != '/')
             return -1;
         buf[r] = '\0';
+        n = (size_t) r;
+        *exact = !(n >= sizeof (deleted) - 1
+                   && !strcmp (buf + n - (sizeof (deleted) - 1), deleted));
     }
-    n = strlen (buf);
+    *exact = *exact && exact_rel (path);
     if (n + 1 + strlen (path) >= sizeof (buf))
         return -1;
     buf[n] = '/';
@@ -314,38 +389,67 @@ static unsigned slot_of (const char *path)
     return h % CACHE_SLOTS;
 }
 
+/* Claim e for writing: its even count, or -1 if a writer has it. */
+static int64_t slot_claim (struct centry *e)
+{
+    unsigned seq = __atomic_load_n (&e->seq, __ATOMIC_RELAXED);
+
+    if ((seq & 1)
+        || !__atomic_compare_exchange_n (&e->seq, &seq, seq + 1, false,
+                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return -1;
+    /* the odd count is seen before anything written after it */
+    __atomic_thread_fence (__ATOMIC_RELEASE);
+    return seq;
+}
+
+static void slot_release (struct centry *e, int64_t seq)
+{
+    __atomic_store_n (&e->seq, (unsigned) seq + 2, __ATOMIC_RELEASE);
+}
+
+#ifdef TIER_PRELOAD_TEST
+/* tests/unit/test_preload.c: a fork or a signal in the middle of a put */
+void tier_preload_test_mid_put (void);
+#define MID_PUT() tier_preload_test_mid_put ()
+#else
+#define MID_PUT() do { } while (0)
+#endif
+
 /* A replica validated recently for path: open it (-1 if none). */
 static int cache_open (const char *norm, int flags)
 {
     struct centry *e = &st.cache[slot_of (norm)];
-    char replica[REPLICA_PATH_MAX];
-    uint64_t size = 0;
-    bool hit = false;
+    struct centry copy;
+    unsigned seq;
+    int64_t seq2;
     int fd;
 
-    if (pthread_mutex_trylock (&st.lock) != 0)
+    seq = __atomic_load_n (&e->seq, __ATOMIC_ACQUIRE);
+    if (seq & 1)
         return -1;
-    if (e->expires_ms && now_ms () < e->expires_ms
-        && !strcmp (e->path, norm)) {
-        strcpy (replica, e->replica);
-        size = e->size;
-        hit = true;
-    }
-    pthread_mutex_unlock (&st.lock);
-    if (!hit)
+    memcpy (&copy, e, sizeof (copy));
+    __atomic_thread_fence (__ATOMIC_ACQUIRE);
+    if (__atomic_load_n (&e->seq, __ATOMIC_RELAXED) != seq)
+        return -1;                      /* written meanwhile */
+    copy.path[sizeof (copy.path) - 1] = '\0';
+    copy.replica[sizeof (copy.replica) - 1] = '\0';
+    if (!copy.expires_ms || now_ms () >= copy.expires_ms
+        || strcmp (copy.path, norm))
         return -1;
-    fd = sys_openat (AT_FDCWD, replica, (flags & ~O_CREAT) | O_NOFOLLOW, 0);
+    fd = sys_openat (AT_FDCWD, copy.replica, (flags & ~O_CREAT) | O_NOFOLLOW,
+                     0);
     if (fd < 0) {
-        /* evicted meanwhile: forget it, ask again */
-        if (pthread_mutex_trylock (&st.lock) == 0) {
+        /* evicted meanwhile: forget it (unless rewritten), ask again */
+        if ((seq2 = slot_claim (e)) >= 0) {
             if (!strcmp (e->path, norm))
-                e->expires_ms = 0;
-            pthread_mutex_unlock (&st.lock);
+                __atomic_store_n (&e->expires_ms, 0, __ATOMIC_RELAXED);
+            slot_release (e, seq2);
         }
         return -1;
     }
     __atomic_add_fetch (&st.cached_opens, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch (&st.cached_bytes, size, __ATOMIC_RELAXED);
+    __atomic_add_fetch (&st.cached_bytes, copy.size, __ATOMIC_RELAXED);
     return fd;
 }
 
@@ -353,21 +457,31 @@ static void cache_put (const char *norm, const char *replica, uint64_t size,
                        int revalidate)
 {
     struct centry *e = &st.cache[slot_of (norm)];
+    int64_t seq;
 
     if (revalidate <= 0 || strlen (norm) >= sizeof (e->path)
-        || strlen (replica) >= sizeof (e->replica))
+        || strlen (replica) >= sizeof (e->replica)
+        || (seq = slot_claim (e)) < 0)
         return;
-    if (pthread_mutex_trylock (&st.lock) != 0)
-        return;
+    /* empty first, valid last: a put cut short leaves no entry */
+    __atomic_store_n (&e->expires_ms, 0, __ATOMIC_RELAXED);
+    __atomic_signal_fence (__ATOMIC_SEQ_CST);
     strcpy (e->path, norm);
+    MID_PUT ();
     strcpy (e->replica, replica);
     e->size = size;
-    e->expires_ms = now_ms () + (int64_t) revalidate * 1000;
-    pthread_mutex_unlock (&st.lock);
+    __atomic_signal_fence (__ATOMIC_SEQ_CST);
+    __atomic_store_n (&e->expires_ms, now_ms () + (int64_t) revalidate * 1000,
+                      __ATOMIC_RELAXED);
+    slot_release (e, seq);
 }
 
 /* Ask the agent about the open source srcfd (at real).  0 with the
- * replica's path, or -1: read the source.
+ * replica's path; else read the source: -1 if srcfd was never sent, -3
+ * if the agent answered without a replica (then nobody uses srcfd any
+ * more: a fetcher that read it has ended before its miss is answered),
+ * -2 if there was no answer (timeout, the agent died, an error reply): a
+ * fetcher may still hold srcfd.
  */
 static int ask_agent (int srcfd, const char *real, char *replica,
                       size_t size, uint64_t *rsize, int *revalidate)
@@ -399,9 +513,10 @@ static int ask_agent (int srcfd, const char *real, char *replica,
         return -1;
     }
     if (tier_client_call (fd, body, &srcfd, 1, &reply, &len, st.timeout_ms,
-                          &error) == 0
-        && tier_jr_get_str (reply, len, "replica", replica, size) == 0
-        && replica[0] == '/') {
+                          &error) < 0)
+        rc = -2;
+    else if (tier_jr_get_str (reply, len, "replica", replica, size) == 0
+             && replica[0] == '/') {
         if (tier_jr_get_int (reply, len, "revalidate", &rv) < 0)
             rv = 0;
         if (tier_jr_get_uint (reply, len, "size", rsize) < 0)
@@ -409,11 +524,24 @@ static int ask_agent (int srcfd, const char *real, char *replica,
         *revalidate = (int) rv;
         rc = 0;
     }
-    else if (errno == ETIMEDOUT)
-        rc = -2;                        /* the copy may still use srcfd */
+    else
+        rc = -3;
     free (reply);
     (void) close (fd);
     return rc;
+}
+
+/* The source descriptor as the program's open made it, after the agent
+ * had it: a fetcher reads it with O_DIRECT (F_SETFL acts on the open
+ * file description, which the program shares), without readahead, and
+ * moves its offset.  fl: its flags before it was sent.
+ */
+static void source_restore (int srcfd, int fl)
+{
+    if (fl >= 0)
+        (void) fcntl (srcfd, F_SETFL, fl);
+    (void) posix_fadvise (srcfd, 0, 0, POSIX_FADV_NORMAL);
+    (void) lseek (srcfd, 0, SEEK_SET);
 }
 
 /* The redirect path.  Returns the descriptor (or -1 with errno) when it
@@ -424,16 +552,19 @@ static int redirect (int dirfd, const char *path, int flags, mode_t mode)
     char norm[PATH_MAX], real[PATH_MAX], link[64], replica[PATH_MAX];
     uint64_t rsize = 0;
     struct stat sb;
-    int srcfd, fd, revalidate = 0, saved, rc;
+    int srcfd, fd, revalidate = 0, saved, rc, fl;
+    bool exact;
     ssize_t n;
 
     if (!path || (path[0] != '/' && dirfd == AT_FDCWD && rel_outside (path))
         || (path[0] == '/' && plain (path) && !in_batch (path))
-        || absolute (dirfd, path, norm, sizeof (norm)) < 0
+        || absolute (dirfd, path, norm, sizeof (norm), &exact) < 0
         || !in_batch (norm))
         return -2;
     in_tier++;
-    if ((fd = cache_open (norm, flags)) >= 0) {
+    /* the cache answers only for a path that names its file as the
+     * kernel would resolve it; anything else opens the source */
+    if (exact && (fd = cache_open (norm, flags)) >= 0) {
         in_tier--;
         return fd;
     }
@@ -451,34 +582,42 @@ static int redirect (int dirfd, const char *path, int flags, mode_t mode)
     real[n] = '\0';
     if (!in_batch (real))
         goto source;                    /* a symlink led out */
+    fl = fcntl (srcfd, F_GETFL);
     rc = ask_agent (srcfd, real, replica, sizeof (replica), &rsize,
                     &revalidate);
+    if (rc == -1)
+        goto source;                    /* never sent: untouched */
     if (rc == -2) {
-        /* the agent may still be reading the source through srcfd's
-         * offset: give the program a fresh one */
+        /* a fetcher may still hold the open file description (the agent
+         * died mid-copy, or is slow): its flags and offset are not the
+         * program's to share, give the program its own */
         int again = sys_openat (dirfd, path, flags, mode);
-        if (again >= 0) {
-            (void) dup3 (again, srcfd, flags & O_CLOEXEC);
+        if (again >= 0 && dup3 (again, srcfd, flags & O_CLOEXEC) >= 0)
             (void) close (again);
+        else {
+            if (again >= 0)
+                (void) close (again);
+            source_restore (srcfd, fl);
         }
         goto source;
     }
     if (rc < 0) {
-        (void) lseek (srcfd, 0, SEEK_SET);      /* the agent may have read */
+        source_restore (srcfd, fl);
         goto source;
     }
     fd = sys_openat (AT_FDCWD, replica, (flags & ~O_CREAT) | O_NOFOLLOW, 0);
     if (fd < 0) {
-        (void) lseek (srcfd, 0, SEEK_SET);
+        source_restore (srcfd, fl);
         goto source;
     }
     if (dup3 (fd, srcfd, flags & O_CLOEXEC) < 0) {
         (void) close (fd);
-        (void) lseek (srcfd, 0, SEEK_SET);
+        source_restore (srcfd, fl);
         goto source;
     }
     (void) close (fd);
-    /* cache the decision only when the path names the file plainly */
+    /* cache the decision under the file's own path, as the kernel tells
+     * it: only when the lexical form is that path (no symlink on the way) */
     if (!strcmp (norm, real))
         cache_put (norm, replica, rsize, revalidate);
 source:

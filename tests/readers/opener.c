@@ -1,7 +1,9 @@
 /* opener.c - open a file again and again, from several threads, in a
  * forked child and in an exec'ed copy of itself, through every entry
- * point the interposer wraps; check every open reads the same bytes.
- * For the interposer tests: prints "ok N" (opens made) or fails.
+ * point the interposer wraps (open, openat, open64, fopen, freopen,
+ * freopen64); check every open reads the same bytes.  For the interposer
+ * tests: prints "first BYTES HASH" (FNV-1a of the first 4 KiB read, to
+ * compare with the file's) and "ok N" (opens made), or fails.
  *
  *   opener FILE OPENS THREADS
  *
@@ -11,6 +13,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,12 +32,22 @@ static ssize_t head (int how, char *buf)
     int fd = -1;
     FILE *f;
 
-    switch (how % 4) {
+    switch (how % 6) {
         case 0: fd = open (file, O_RDONLY | O_CLOEXEC); break;
         case 1: fd = openat (AT_FDCWD, file, O_RDONLY); break;
         case 2: fd = open64 (file, O_RDONLY); break;
         case 3:
-            if (!(f = fopen (file, "re")))
+        case 4:
+        case 5:
+            if (how % 6 == 3)
+                f = fopen (file, "re");
+            else if (!(f = fopen ("/dev/null", "r")))
+                return -1;
+            else if (how % 6 == 4)
+                f = freopen (file, "re", f);    /* closes it on failure */
+            else
+                f = freopen64 (file, "r", f);
+            if (!f)
                 return -1;
             n = (ssize_t) fread (buf, 1, 4096, f);
             fclose (f);
@@ -106,6 +119,12 @@ int main (int argc, char **argv)
         || WEXITSTATUS (status) != 0) {
         fprintf (stderr, "child failed (%d)\n", status);
         return 1;
+    }
+    {
+        uint64_t h = 14695981039346656037ULL;
+        for (ssize_t k = 0; k < first_len; k++)
+            h = (h ^ (unsigned char) first[k]) * 1099511628211ULL;
+        printf ("first %zd %016llx\n", first_len, (unsigned long long) h);
     }
     printf ("ok %d\n", 2 + 3 * opens * nthreads);
     return 0;

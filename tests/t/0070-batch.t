@@ -5,9 +5,13 @@ test_description='batch-shared inputs: the read-only BB replica cache, filled on
 . "$TIER_SRCDIR/tests/lib/gfsemu.sh"
 
 test_have_prereq ROOT,SLURM,FUSE,USERS || skip_all "needs root, Slurm, FUSE and users"
-# the GFS is capped so that a copy takes long enough to be interrupted
-test_expect_success 'start the cluster (GFS capped at 100 MiB/s)' '
+# the GFS is capped so that a copy takes long enough to be interrupted;
+# the BB is a 1 GiB tmpfs of its own (mounted before any agent starts),
+# so that its free space moves only with what this test does
+test_expect_success 'start the cluster (GFS capped at 100 MiB/s, BB on a 1 GiB tmpfs)' '
+    test_at_exit "umount -l $TRASH/${CLUSTER_NAME:-cluster}/bb" &&
     cluster_start --gfs-opts bandwidth=100M &&
+    mount -t tmpfs -o size=1G,mode=700 tier-bb $CLUSTER/bb &&
     echo "BBLockStale = 3s" >>$CLUSTER/etc/tier.conf
 '
 [ -n "${CLUSTER:-}" ] || bail_out "no cluster"
@@ -36,10 +40,30 @@ batch_ctr () {
 }
 # wait until every node has published the batch's final counters
 stats_settle () { sleep 3; }
+# agent_reload NODE: SIGHUP its agent, wait until it has reread tier.conf
+reloads () { grep -c "reloaded" $CLUSTER/log/tierd-$1.log || :; }
+agent_reload () {
+    _n=$(reloads $1) && kill -HUP $(cat $CLUSTER/state/$1/tierd.pid) &&
+        wait_for 10 eval "test \$(reloads $1) -gt $_n"
+}
+# conf_set KEY [VALUE]: set KEY in tier.conf, or remove it
+conf_set () {
+    sed -i "/^$1 = /d" $CLUSTER/etc/tier.conf &&
+        if [ -n "${2:-}" ]; then echo "$1 = $2" >>$CLUSTER/etc/tier.conf; fi
+}
 
-test_expect_success 'build the C and C++ readers (stdio fopen, std::ifstream)' '
+# cat_fortify_*: built as distributions build programs (-O2
+# -D_FORTIFY_SOURCE=2), so that glibc sends their opens to __open_2 and
+# its siblings; nm shows that it does.
+test_expect_success 'build the C and C++ readers (stdio fopen, std::ifstream, fortified open)' '
+    for k in 0:open:__open_2 1:open64:__open64_2 2:openat:__openat_2 3:openat64:__openat64_2; do
+        gcc -O2 -D_FORTIFY_SOURCE=2 -DOPEN_KIND=${k%%:*} -o $TRASH/cat_fortify_$(echo $k | cut -d: -f2) \
+            $TIER_SRCDIR/tests/readers/cat_fortify.c &&
+        nm -u $TRASH/cat_fortify_$(echo $k | cut -d: -f2) | grep -q " ${k##*:}@" || exit 1
+    done &&
     gcc -O2 -pthread -o $TRASH/opener $TIER_SRCDIR/tests/readers/opener.c &&
     gcc -O2 -o $TRASH/cat_fopen $TIER_SRCDIR/tests/readers/cat_fopen.c &&
+    gcc -O2 -o $TRASH/cat_paths $TIER_SRCDIR/tests/readers/cat_paths.c &&
     g++ -O2 -o $TRASH/cat_ifstream $TIER_SRCDIR/tests/readers/cat_ifstream.cc &&
     cp $TIER_SRCDIR/tests/readers/cat_openat.py $TRASH/ && chmod 755 $TRASH/*
 '
@@ -142,8 +166,8 @@ test_expect_success 'a fresh lock planted "from n2": n1 waits for it and serves 
     as_user alice sh -c "head -c 8M /dev/urandom > $DB/locked" && gfsemu_reset "$GFS" &&
     k=$(key_of $DB/locked) && d=$BB/replicas/u$alice_uid &&
     echo "node=n2 boot=other pid=1 start=1" >$d/$k.lock &&
-    ( for s in 1 2 3 4 5 6; do sleep 1; touch $d/$k.lock; done;
-      cp $GFS-backing/home/alice/db/locked $d/.x && chmod 444 $d/.x && mv $d/.x $d/$k && rm -f $d/$k.lock ) &
+    { ( for s in 1 2 3 4 5 6; do sleep 1; touch $d/$k.lock; done;
+        cp $GFS-backing/home/alice/db/locked $d/.x && chmod 444 $d/.x && mv $d/.x $d/$k && rm -f $d/$k.lock ) & } &&
     id=$(sbatch_wait alice -w n1 --tier-batch=$DB -o $OUT/l.out --wrap "sha256sum $DB/locked") && wait &&
     test "$(job_state $id)" = COMPLETED &&
     grep -q "$(sha256sum <$GFS-backing/home/alice/db/locked | cut -d" " -f1)" $OUT/l.out &&
@@ -186,37 +210,85 @@ with open(sys.argv[1], "rb") as f:
 print(",".join(sorted(x.decode() for x in seen)))
 EOF2
 chmod 644 $TRASH/*.py
-test_expect_success 'a source rewritten in place mid-batch (mtime restored): no task reads a mix; later tasks and jobs read the new one' '
-    as_user alice python3 $TRASH/stamp.py $DB/versioned v1 &&
-    m=$(stat -c %.9Y $DB/versioned) &&
+# rewrite_mid_batch FILE RESTORE: 4 tasks read FILE (v1); after the
+# first two have read it, it is rewritten in place (v2), its mtime put
+# back if RESTORE=1; the last two and a later job must read v2, and no
+# task a mix.
+rewrite_mid_batch () {
+    _f=$1 && as_user alice python3 $TRASH/stamp.py $_f v1 &&
+    _m=$(stat -c %.9Y $_f) && rm -f $OUT/rewritten $OUT/ver-* &&
     cat >$H/ver.sh <<EOF2 &&
 #!/bin/bash
 i=\$SLURM_ARRAY_TASK_ID
 if [ \$i -gt 2 ]; then while [ ! -e $OUT/rewritten ]; do sleep 0.2; done; fi
-python3 $TRASH/check.py $DB/versioned > $OUT/ver-\$i
+python3 $TRASH/check.py $_f > $OUT/ver-\$i
 EOF2
     chmod 755 $H/ver.sh && chown alice $H/ver.sh &&
-    id=$(cd $H && as_user alice sbatch --parsable --array=1-4 --tier-batch=$DB -o /dev/null $H/ver.sh) &&
+    _id=$(cd $H && as_user alice sbatch --parsable --array=1-4 --tier-batch=$DB -o /dev/null $H/ver.sh) &&
     wait_for 60 test -s $OUT/ver-1 && wait_for 60 test -s $OUT/ver-2 &&
-    as_user alice python3 $TRASH/stamp.py $DB/versioned v2 &&
-    as_user alice touch -d "@$m" $DB/versioned && test "$(stat -c %.9Y $DB/versioned)" = "$m" &&
-    touch $OUT/rewritten && wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED &&
+    as_user alice python3 $TRASH/stamp.py $_f v2 &&
+    if [ "$2" = 1 ]; then
+        as_user alice touch -d "@$_m" $_f && test "$(stat -c %.9Y $_f)" = "$_m"
+    else
+        test "$(stat -c %.9Y $_f)" != "$_m"
+    fi &&
+    touch $OUT/rewritten && wait_for 60 job_done $_id && test "$(job_state $_id)" = COMPLETED &&
     cat $OUT/ver-* &&
     test "$(cat $OUT/ver-1)" = v1 && test "$(cat $OUT/ver-2)" = v1 &&
     test "$(cat $OUT/ver-3)" = v2 && test "$(cat $OUT/ver-4)" = v2 &&
-    id=$(sbatch_wait alice --tier-batch=$DB -o $OUT/later.out --wrap "python3 $TRASH/check.py $DB/versioned") &&
+    _id=$(sbatch_wait alice --tier-batch=$DB -o $OUT/later.out --wrap "python3 $TRASH/check.py $_f") &&
     test "$(cat $OUT/later.out)" = v2
+}
+test_expect_success 'a source rewritten in place mid-batch (mtime restored): no task reads a mix; later tasks and jobs read the new one' '
+    rewrite_mid_batch $DB/versioned 1
+'
+test_expect_success 'the same without restoring the mtime' '
+    rewrite_mid_batch $DB/versioned2 0
 '
 
-test_expect_success 'kill -9 of the agent mid-copy: no partial replica is served; the next open completes' '
+# The replica key is the source's version when the open asked; the copy
+# may start much later (queued behind GfsStreams, or waiting for another
+# node's lock).  Here the only stream waits for a planted lock while the
+# second file's request is queued and the file is rewritten in place.
+replicas_field () {
+    (cd $H && as_user alice $TIERCTL -N "$1" status --json) |
+        python3 -c "import json,sys; print(json.load(sys.stdin)[\"replicas\"][sys.argv[1]])" "$2"
+}
+replicas_is () { test "$(replicas_field "$1" "$2")" = "$3"; }
+test_expect_success 'a source rewritten while its copy is queued: the old key gets no replica of the new bytes' '
+    conf_set GfsStreams 1 && agent_reload n1 &&
+    as_user alice sh -c "head -c 1M /dev/urandom > $DB/hold" &&
+    as_user alice python3 $TRASH/stamp.py $DB/queued v1 &&
+    d=$BB/replicas/u$alice_uid && kh=$(key_of $DB/hold) && kq=$(key_of $DB/queued) &&
+    echo "node=n2 boot=other pid=1 start=1" >$d/$kh.lock && rm -f $TRASH/release &&
+    { ( for s in $(seq 240); do [ -e $TRASH/release ] && break; touch $d/$kh.lock; sleep 0.5; done
+        rm -f $d/$kh.lock ) & } &&
+    a=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-batch=$DB -o /dev/null --wrap "cat $DB/hold") &&
+    wait_for 60 replicas_is n1 fetching 1 &&
+    b=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-batch=$DB -o $OUT/queued.out \
+        --wrap "python3 $TRASH/check.py $DB/queued") &&
+    wait_for 60 replicas_is n1 queued 1 &&
+    as_user alice python3 $TRASH/stamp.py $DB/queued v2 && test "$(key_of $DB/queued)" != "$kq" &&
+    touch $TRASH/release && wait && wait_for 60 job_done $a && wait_for 60 job_done $b &&
+    cat $OUT/queued.out && test "$(cat $OUT/queued.out)" = v2 &&
+    test ! -e $d/$kq &&
+    grep -q "replica of $DB/queued not made: the source changed since it was opened" $CLUSTER/log/tierd-n1.log &&
+    conf_set GfsStreams && agent_reload n1
+'
+
+# The fetcher reads the task's own descriptor with O_DIRECT: when the
+# agent dies mid-copy the task must not be left with that flag (its
+# unaligned reads would fail with EINVAL on ext4, XFS or Lustre).
+test_expect_success 'kill -9 of the agent mid-copy: no partial replica is served, the task'"'"'s descriptor has no O_DIRECT; the next open completes' '
     as_user alice sh -c "head -c 256M /dev/urandom > $DB/killed" && gfsemu_reset "$GFS" &&
     ksum=$(sha256sum <$GFS-backing/home/alice/db/killed | cut -d" " -f1) &&
+    khash=$(cd $GFS-backing/home/alice/db && $TRASH/cat_paths killed | cut -d" " -f2-) &&
     k=$(key_of $DB/killed) &&
-    id=$(cd $H && as_user alice sbatch --parsable -w n3 --tier-batch=$DB -o $OUT/k1.out --wrap "sha256sum $DB/killed") &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n3 --tier-batch=$DB -o $OUT/k1.out --wrap "$TRASH/cat_paths -f $DB/killed") &&
     wait_for 30 sh -c "ls -a $BB/.tmp/n3 | grep -q part" &&
     pid=$(cat $CLUSTER/state/n3/tierd.pid) && kill -9 $pid &&
-    wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED &&
-    grep -q $ksum $OUT/k1.out &&
+    wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED && cat $OUT/k1.out &&
+    grep -qx "$DB/killed: O_DIRECT clear" $OUT/k1.out && grep -qx "$DB/killed: $khash" $OUT/k1.out &&
     if [ -e $BB/replicas/u$alice_uid/$k ]; then
         test "$(sha256sum <$BB/replicas/u$alice_uid/$k | cut -d" " -f1)" = $ksum
     fi &&
@@ -272,11 +344,35 @@ test_expect_success 'a static binary reads the GFS directly and gets the same by
     test "$(gfsemu_stat "$GFS" home/alice/db/big read_bytes)" = 67108864
 '
 
-test_expect_success 'threads, fork and exec: every open reads the same bytes; the process caches its decisions' '
+test_expect_success 'threads, fork and exec; open, openat, open64, fopen, freopen, freopen64: every open reads the file'"'"'s bytes; the process caches its decisions' '
+    head -c 4096 $GFS-backing/home/alice/db/big >$TRASH/big.head &&
+    first=$($TRASH/cat_paths $TRASH/big.head | cut -d" " -f2-) &&
     id=$(sbatch_wait alice -w n1 --tier-batch=$DB -o $OUT/op.out -e $OUT/op.err --wrap "$TRASH/opener $DB/big 50 4") &&
     test "$(job_state $id)" = COMPLETED && cat $OUT/op.out && grep -qx "ok 602" $OUT/op.out &&
+    grep -qx "first $first" $OUT/op.out &&
     stats_settle && h=$(batch_ctr $id hits) && m=$(batch_ctr $id gfs_meta_ops) &&
     echo "hits $h, GFS metadata operations $m" && test "$h" = 602 && test "$m" -le 24
+'
+# The process's cache is keyed by path: it may answer only for a path
+# that names its file as the kernel resolves it.  s1/.. and s2/.. are
+# not DB (the symlinks lead elsewhere), x/. and x/ are not a file.
+test_expect_success 'once x is cached, ".." after a symlink, "x/." and "x/" still open what the kernel opens' '
+    as_user alice sh -c "echo plain-x > $DB/x; mkdir -p $H/e1/d $H/e2/d; echo other-x > $H/e2/x" &&
+    as_user alice ln -sfn $H/e1/d $DB/s1 && as_user alice ln -sfn $H/e2/d $DB/s2 &&
+    args="$DB/x $DB/s1/../x $DB/s2/../x $DB/x/. $DB/x/ $DB/./x $DB//x x s1/../x s2/../x ./x x/ x/." &&
+    (cd $DB && as_user alice $TRASH/cat_paths $args) >$TRASH/dd.want && cat $TRASH/dd.want &&
+    grep -q "s1/../x: No such file" $TRASH/dd.want && grep -q "x/.: Not a directory" $TRASH/dd.want &&
+    id=$(sbatch_wait alice -w n1 --tier-batch=$DB -o $OUT/dd.out --wrap "cd $DB && $TRASH/cat_paths $args") &&
+    diff $TRASH/dd.want $OUT/dd.out && stats_settle &&
+    test "$(batch_ctr $id misses)" = 1 && test "$(batch_ctr $id hits)" = 4
+'
+test_expect_success 'programs built with _FORTIFY_SOURCE (__open_2, __open64_2, __openat_2, __openat64_2) are served replicas' '
+    gfsemu_reset "$GFS" &&
+    id=$(sbatch_wait alice -w n1 --tier-batch=$DB -o $OUT/fort.out \
+        --wrap "for r in open open64 openat openat64; do $TRASH/cat_fortify_\$r $DB/big | sha256sum; done") &&
+    cat $OUT/fort.out && test "$(grep -c "^$SUM " $OUT/fort.out)" = 4 &&
+    test "$(gfsemu_stat "$GFS" home/alice/db/big read_bytes)" = 0 &&
+    stats_settle && test "$(batch_ctr $id hits)" = 4 && test "$(batch_ctr $id fallthroughs)" = 0
 '
 test_expect_success 'revalidate 0: every open asks the agent (and opens the source)' '
     as_user alice mkdir -p $H/reval && as_user alice sh -c "echo r > $H/reval/f" &&
@@ -363,7 +459,7 @@ test_expect_success 'ttl: a replica older than its policy'"'"'s ttl is removed' 
 '
 test_expect_success 'budget: past BBCapacity the least recently used replica goes; a file larger than it reads the GFS' '
     sed -i "s/^BBCapacity = .*/BBCapacity = 40M/" $CLUSTER/etc/tier.conf &&
-    kill -HUP $(cat $CLUSTER/state/n2/tierd.pid) && sleep 1 &&
+    agent_reload n2 &&
     (cd $H && as_user alice $TIERCTL -N n2 evict $H) >/dev/null &&
     as_user alice mkdir -p $DB/b &&
     for f in f1 f2 f3; do as_user alice sh -c "head -c 16M /dev/urandom > $DB/b/$f" || exit 1; done &&
@@ -376,8 +472,48 @@ test_expect_success 'budget: past BBCapacity the least recently used replica goe
     id=$(sbatch_wait alice -w n2 --tier-batch=$DB -o $OUT/huge.out --wrap "sha256sum $DB/big") &&
     grep -q $SUM $OUT/huge.out && stats_settle &&
     test "$(batch_ctr $id fallthroughs)" = 1 &&
+    grep "replica not made: $DB/big (64 MiB) is larger than the BB budget of node n2 (BBCapacity 40 MiB)" \
+        $CLUSTER/log/tierd-n2.log &&
     sed -i "s/^BBCapacity = .*/BBCapacity = 2G/" $CLUSTER/etc/tier.conf &&
-    kill -HUP $(cat $CLUSTER/state/n2/tierd.pid)
+    agent_reload n2
+'
+# n2 now owns the replicas of b/f2 and b/f3 (16 MiB each).
+replica_of () { test -f $BB/replicas/u$alice_uid/$(key_of "$1"); }
+test_expect_success 'a BB too full even after evicting everything: the open reads the GFS, nothing is evicted, one log line names the file' '
+    replica_of $DB/b/f2 && replica_of $DB/b/f3 &&
+    conf_set BBMinFree 2G && agent_reload n2 &&
+    as_user alice sh -c "head -c 1M /dev/urandom > $DB/b/full" &&
+    id=$(sbatch_wait alice -w n2 --tier-batch=$DB -o $OUT/full.out --wrap "sha256sum $DB/b/full") &&
+    grep -q "^$(sha256sum <$GFS-backing/home/alice/db/b/full | cut -d" " -f1) " $OUT/full.out &&
+    replica_of $DB/b/f2 && replica_of $DB/b/f3 && ! replica_of $DB/b/full &&
+    grep "replica of $DB/b/full not made: the burst buffer is full" $CLUSTER/log/tierd-n2.log &&
+    stats_settle && test "$(batch_ctr $id fallthroughs)" = 1 &&
+    conf_set BBMinFree && agent_reload n2
+'
+test_expect_success 'no budget (BBCapacity 0): a file larger than the BB reads the GFS at once, nothing is evicted' '
+    conf_set BBCapacity 0 && agent_reload n2 &&
+    as_user alice truncate -s 2G $DB/b/huge &&
+    id=$(sbatch_wait alice -w n2 --tier-batch=$DB -o $OUT/hg.out --wrap "head -c 1M $DB/b/huge | sha256sum") &&
+    grep -q "^$(head -c 1M /dev/zero | sha256sum | cut -d" " -f1) " $OUT/hg.out &&
+    replica_of $DB/b/f2 && replica_of $DB/b/f3 &&
+    grep "replica not made: $DB/b/huge (2048 MiB) is larger than the burst buffer (1024 MiB, BBMinFree 0 MiB)" \
+        $CLUSTER/log/tierd-n2.log &&
+    stats_settle && test "$(batch_ctr $id fallthroughs)" = 1 &&
+    conf_set BBCapacity 2G && agent_reload n2
+'
+# The BB's free space is the test's alone (its own tmpfs): keep 8 MiB
+# less than is free now, and a 16 MiB copy must first evict one replica.
+test_expect_success 'BBMinFree: below it the least recently used replica goes first' '
+    replica_of $DB/b/f2 && replica_of $DB/b/f3 &&
+    as_user alice sh -c "head -c 16M /dev/urandom > $DB/b/m1" &&
+    free_k=$(( $(stat -f -c "%a * %S" $BB) / 1024 )) &&
+    conf_set BBMinFree "$((free_k - 8192))K" && agent_reload n2 &&
+    id=$(sbatch_wait alice -w n2 --tier-batch=$DB -o $OUT/m1.out --wrap "sha256sum $DB/b/m1") &&
+    grep -q "^$(sha256sum <$GFS-backing/home/alice/db/b/m1 | cut -d" " -f1) " $OUT/m1.out &&
+    ! replica_of $DB/b/f2 && replica_of $DB/b/f3 && replica_of $DB/b/m1 &&
+    grep "replica of $DB/b/f2 (16777216 bytes) evicted: BB free space" $CLUSTER/log/tierd-n2.log &&
+    stats_settle && test "$(batch_ctr $id misses)" = 1 &&
+    conf_set BBMinFree && agent_reload n2
 '
 test_expect_success 'no node was drained' 'no_drain'
 test_done

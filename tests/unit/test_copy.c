@@ -711,6 +711,57 @@ static void test_changed (void **state)
     assert_same_content (src, dst);
 }
 
+/* opts->expect: the copy is of the version the caller keyed it by, or
+ * ESTALE (a replica key taken when the open was asked for, a copy that
+ * starts later, after the file changed). */
+static void test_expect (void **state)
+{
+    char src[PATH_MAX], other[PATH_MAX], dir[PATH_MAX], dst[PATH_MAX];
+    struct tier_copy_opts opts = { .threads = 1 };
+    struct stat seen, elsewhere;
+    tier_error_t error;
+    int fd;
+
+    mkdir_p (pathf (dir, "%s/expect", root), 0755);
+    pathf (src, "%s/expect.src", root);
+    pathf (other, "%s/expect.other", root);
+    pathf (dst, "%s/e", dir);
+    make_file (src, 256 * KiB, 0644, 90);
+    make_file (other, 256 * KiB, 0644, 90);
+    assert_int_equal (stat (src, &seen), 0);
+    assert_int_equal (stat (other, &elsewhere), 0);
+    /* unchanged: copied; st_dev is not part of the version */
+    opts.expect = &seen;
+    seen.st_dev++;
+    assert_int_equal (copy_path (src, dir, "e", &opts, NULL, &error), 0);
+    assert_same_content (src, dst);
+    assert_int_equal (unlink (dst), 0);
+    seen.st_dev--;
+    /* grown since it was seen: refused before anything is written */
+    assert_true ((fd = open (src, O_WRONLY | O_APPEND)) >= 0);
+    assert_int_equal (write (fd, "x", 1), 1);
+    assert_int_equal (close (fd), 0);
+    errno = 0;
+    assert_int_equal (copy_path (src, dir, "e", &opts, NULL, &error), -1);
+    assert_int_equal (errno, ESTALE);
+    assert_non_null (strstr (error.text, "changed"));
+    assert_dir_empty (dir);
+    /* another file (inode) with the same size and times */
+    set_times (other, 100, 0, 100, 0);
+    assert_int_equal (stat (other, &elsewhere), 0);
+    seen = elsewhere;
+    seen.st_ino++;
+    errno = 0;
+    assert_int_equal (copy_path (other, dir, "e", &opts, NULL, &error), -1);
+    assert_int_equal (errno, ESTALE);
+    assert_dir_empty (dir);
+    /* and the file it was keyed by is copied */
+    assert_int_equal (copy_path (other, dir, "e", &(struct tier_copy_opts) {
+                          .threads = 1, .expect = &elsewhere }, NULL, &error),
+                      0);
+    assert_same_content (other, dst);
+}
+
 static void *cancel_later (void *arg)
 {
     usleep (200000);
@@ -1362,6 +1413,7 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_parallel_file, setup, teardown),
         cmocka_unit_test_setup_teardown (test_fallback, setup, teardown),
         cmocka_unit_test_setup_teardown (test_changed, setup, teardown),
+        cmocka_unit_test_setup_teardown (test_expect, setup, teardown),
         cmocka_unit_test_setup_teardown (test_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown (test_noreplace, setup, teardown),
         cmocka_unit_test_setup_teardown (test_fsync_fails, setup, teardown),

@@ -239,6 +239,37 @@ static void test_syslog (void **state)
     tier_log_init ("tier", TIER_LOG_STDERR, NULL, LOG_INFO);
 }
 
+/* Rate-limited lines: a burst, then one per interval, and the count of
+ * what was left out on the next line (time moved by hand, not waited). */
+static void test_limited (void **state)
+{
+    struct tier_log_limit rl = { .burst = 2, .interval = 60 };
+
+    memset (&sl, 0, sizeof (sl));
+    assert_int_equal (tier_log_init ("tierd", TIER_LOG_SYSLOG, NULL,
+                                     LOG_INFO), 0);
+    for (int i = 0; i < 4; i++)
+        tier_log_limited (&rl, LOG_WARNING, "full %d", i);
+    assert_int_equal (sl.n, 2);
+    assert_string_equal (sl.msg[0], "full 0");
+    assert_string_equal (sl.msg[1], "full 1");
+    assert_int_equal (sl.pri[1], LOG_WARNING);
+    tier_log_limited (&rl, LOG_DEBUG, "below the level: not even counted");
+    rl.last -= 60;                      /* a minute later: one more line */
+    tier_log_limited (&rl, LOG_WARNING, "full %d", 4);
+    tier_log_limited (&rl, LOG_WARNING, "full %d", 5);
+    assert_int_equal (sl.n, 3);
+    assert_string_equal (sl.msg[2], "full 4 (2 more like it left out)");
+    rl.last -= 3600;                    /* an hour: the burst, no more */
+    for (int i = 6; i < 10; i++)
+        tier_log_limited (&rl, LOG_WARNING, "full %d", i);
+    assert_int_equal (sl.n, 5);
+    assert_string_equal (sl.msg[3], "full 6 (1 more like it left out)");
+    assert_string_equal (sl.msg[4], "full 7");
+    tier_log_fini ();
+    tier_log_init ("tier", TIER_LOG_STDERR, NULL, LOG_INFO);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,6 +277,7 @@ int main (void)
         cmocka_unit_test (test_stderr),
         cmocka_unit_test (test_syslog),
         cmocka_unit_test (test_file),
+        cmocka_unit_test (test_limited),
     };
     return UNIT_RUN (tests);
 }
