@@ -618,6 +618,22 @@ json_t *op_user_ensure (struct agent *a, struct conn *c, json_t *req,
                       a->conf->shared_state_dir);
 }
 
+/* Does p decide its own directory, with role?  The frozen set keeps the
+ * entries of lower layers that a higher one (or a locked site policy)
+ * overrides for the same directory: only the one resolution picks counts,
+ * once -- a 'none' over a site pipeline is no mount, --tier-batch over a
+ * pipeline policy is no overlay, a directory named by a policy and by
+ * --tier-scratch is one overlay with one reservation.
+ */
+static bool decides (const struct tier_policy_set *set,
+                     const struct tier_policy *p, enum tier_policy_role role)
+{
+    struct tier_policy_match m;
+
+    return p->role == role && tier_policy_resolve (set, p->dir, &m) == 0
+           && m.policy == p;
+}
+
 /* The pipeline directories of a job's frozen set (this node's copy), as
  * "DIR[:SIZE][:keep=WHEN],..." for the plugin's scratch mounts and what
  * its epilog keeps (each DIR escaped, so that a ',' or ':' in a name
@@ -675,9 +691,8 @@ int policy_job_pipeline (struct agent *a, const struct store_job *job,
         char item[2 * PATH_MAX + 32], esc[2 * PATH_MAX];
         int n;
 
-        if (p->role != TIER_POLICY_PIPELINE)
-            continue;
-        if (tier_list_escape (p->dir, esc, sizeof (esc)) < 0)
+        if (!decides (set, p, TIER_POLICY_PIPELINE)
+            || tier_list_escape (p->dir, esc, sizeof (esc)) < 0)
             continue;
         n = snprintf (item, sizeof (item), "%s", esc);
         if (p->size && n > 0 && n < (int) sizeof (item))
@@ -799,16 +814,11 @@ int policy_job_batch (struct agent *a, const struct store_job *job,
 
             if ((pass == 0) != batch || strchr (p->dir, ':'))
                 continue;
-            /* the effective role of the directory itself decides (a
-             * locked site policy or a higher layer may differ) */
-            if (tier_policy_resolve (set, p->dir, &m) < 0)
-                continue;
-            if (pass == 0 && (!m.policy || m.policy->role
-                              != TIER_POLICY_BATCH))
+            /* the entry that decides the directory itself counts, once
+             * (a locked site policy or a higher layer may differ) */
+            if (tier_policy_resolve (set, p->dir, &m) < 0 || m.policy != p)
                 continue;
             if (pass == 1) {
-                if (m.policy && m.policy->role == TIER_POLICY_BATCH)
-                    continue;
                 for (int j = 0; j < set->n; j++)
                     if (set->v[j].role == TIER_POLICY_BATCH
                         && strcmp (set->v[j].dir, p->dir)
@@ -889,13 +899,10 @@ int policy_job_endpoint (struct agent *a, const struct store_job *job,
         return -1;
     for (int i = 0; i < set->n; i++) {
         const struct tier_policy *p = &set->v[i];
-        struct tier_policy_match m;
         char esc[2 * PATH_MAX];
         size_t n;
 
-        if (p->role != TIER_POLICY_ENDPOINT
-            || tier_policy_resolve (set, p->dir, &m) < 0 || !m.policy
-            || m.policy->role != TIER_POLICY_ENDPOINT
+        if (!decides (set, p, TIER_POLICY_ENDPOINT)
             || tier_list_escape (p->dir, esc, sizeof (esc)) < 0)
             continue;
         n = strlen (esc);
