@@ -200,6 +200,24 @@ test_expect_success 'the agent reclaims a namespace an epilog could not tear dow
 # process inside: a job it registered, and one it never knew (an id
 # slurmctld does not know either); restarted, it reclaims both
 agent_pid () { cat "$CLUSTER/state/$1/tierd.pid" 2>/dev/null; }
+# the agent gone between the batch step and an srun step (its binary too,
+# so that the plugin cannot start it again): the srun step still joins
+# the job's namespace and sees what the batch step wrote there
+test_expect_success 'a later step joins the namespace when the agent does not answer' '
+    rm -f $OUT/na-ready $OUT/na-go &&
+    id=$(as_alice sbatch --parsable -w n2 --tier-scratch=$H/runs -o $OUT/na.out -e $OUT/na.err \
+        --wrap "echo mine > $H/runs/na.txt; touch $OUT/na-ready; while [ ! -e $OUT/na-go ]; do sleep 0.2; done; srun cat $H/runs/na.txt; srun grep -c \" - overlay \" /proc/self/mountinfo") &&
+    wait_for 30 test -e $OUT/na-ready &&
+    mv $CLUSTER/lib/tierd $CLUSTER/lib/tierd.away &&
+    p=$(agent_pid n2) && test -n "$p" && kill -9 $p &&
+    wait_for 10 sh -c "! kill -0 $p 2>/dev/null" &&
+    touch $OUT/na-go && wait_for 60 job_done $id;
+    mv $CLUSTER/lib/tierd.away $CLUSTER/lib/tierd;
+    cat $OUT/na.out $OUT/na.err &&
+    test "$(cat $OUT/na.out)" = "$(printf "mine\n1")" &&
+    grep -q "tier: warning: on node n2 this step sees the job.s scratch and output directories as its earlier steps did" $OUT/na.err &&
+    test ! -e $H/runs/na.txt
+'
 test_expect_success 'after a restart the agent reclaims what ended while it was down' '
     rm -f $TRASH/left &&
     id=$(as_alice sbatch --parsable -w n3 --tier-cache=auto -o /dev/null --wrap "sleep 3") &&
