@@ -704,9 +704,10 @@ static bool decides (const struct tier_policy_set *set,
 /* The pipeline directories of a job's frozen set (this node's copy), as
  * "DIR[:SIZE][:keep=WHEN],..." for the plugin's scratch mounts and what
  * its epilog keeps (each DIR escaped, so that a ',' or ':' in a name
- * stays in it: tier_list_escape; keep= when the policy sets it -- the
- * job's --tier-scratch items carry --tier-keep), and the sum of their
- * sizes for the node's reservation.
+ * stays in it: tier_list_escape; SIZE the policy's, else the node's
+ * default, so that the plugin mounts exactly what is reserved; keep=
+ * when the policy sets it -- the job's --tier-scratch items carry
+ * --tier-keep), and the sum of their sizes for the node's reservation.
  */
 int policy_job_pipeline (struct agent *a, const struct store_job *job,
                          char *out, size_t size, uint64_t *reserve,
@@ -719,6 +720,11 @@ int policy_job_pipeline (struct agent *a, const struct store_job *job,
     tier_error_t e;
     size_t o = 0;
     int rc = -1;
+    /* a directory without a size gets, and reserves, ScratchDefaultSize,
+     * else the whole NvdimmCapacity (else no limit and no accounting):
+     * what is reserved is what the plugin mounts */
+    uint64_t dflt = a->conf->scratch_default ? a->conf->scratch_default
+                                             : a->conf->nvdimm_capacity;
 
     *reserve = 0;
     out[0] = '\0';
@@ -756,15 +762,16 @@ int policy_job_pipeline (struct agent *a, const struct store_job *job,
     for (int i = 0; i < set->n; i++) {
         const struct tier_policy *p = &set->v[i];
         char item[2 * PATH_MAX + 32], esc[2 * PATH_MAX];
+        uint64_t psize = p->size ? p->size : dflt;
         int n;
 
         if (!decides (set, p, TIER_POLICY_PIPELINE)
             || tier_list_escape (p->dir, esc, sizeof (esc)) < 0)
             continue;
         n = snprintf (item, sizeof (item), "%s", esc);
-        if (p->size && n > 0 && n < (int) sizeof (item))
+        if (psize && n > 0 && n < (int) sizeof (item))
             n += snprintf (item + n, sizeof (item) - n, ":%llu",
-                           (unsigned long long) p->size);
+                           (unsigned long long) psize);
         if ((p->set & TIER_PA_KEEP) && n > 0 && n < (int) sizeof (item))
             n += snprintf (item + n, sizeof (item) - n, ":keep=%s",
                            tier_policy_keep_name (p->keep));
@@ -777,7 +784,7 @@ int policy_job_pipeline (struct agent *a, const struct store_job *job,
         memcpy (out + o, item, n);
         o += n;
         out[o] = '\0';
-        *reserve += p->size;
+        *reserve += psize;
     }
     rc = 0;
 out:

@@ -143,6 +143,23 @@ test_expect_success 'required turns a refused reservation into a clean failure' 
     ! as_alice srun -w n3 --tier-cache=required --tier-scratch=$P/runs:64G true 2>$TRASH/rq.err &&
     cat $TRASH/rq.err && grep -q "required: the NVDIMM tier of node n3 cannot reserve" $TRASH/rq.err && no_drain
 '
+# the test cluster: NvdimmCapacity = 1G, ScratchDefaultSize = 128M
+test_expect_success 'a directory without a size reserves ScratchDefaultSize: past the capacity it falls back' '
+    rm -f $OUT/hold-ready $OUT/hold-go &&
+    a=$(as_alice sbatch --parsable -w n1 --tier-scratch=$P/runs:900M -o /dev/null \
+        --wrap "touch $OUT/hold-ready; while [ ! -e $OUT/hold-go ]; do sleep 0.2; done") &&
+    wait_for 60 test -e $OUT/hold-ready &&
+    as_alice srun -w n1 --tier-scratch=$P/runs sh -c "grep -c \" - overlay \" /proc/self/mountinfo || true" >$TRASH/nosize 2>$TRASH/nosize.err;
+    ! as_alice srun -w n1 --tier-cache=required --tier-scratch=$P/runs true 2>$TRASH/nosize-rq.err;
+    rq=$?; touch $OUT/hold-go; wait_for 60 job_done $a;
+    cat $TRASH/nosize $TRASH/nosize.err $TRASH/nosize-rq.err && test $rq = 0 &&
+    test "$(cat $TRASH/nosize)" = 0 &&
+    grep -q "cannot reserve 128 MiB (900 of 1024 MiB are reserved)" $TRASH/nosize.err &&
+    grep -q "required: the NVDIMM tier of node n1 cannot reserve 128 MiB" $TRASH/nosize-rq.err &&
+    as_alice srun -w n1 --tier-scratch=$P/runs sh -c "grep -c \" - overlay \" /proc/self/mountinfo; df -k $P/runs | tail -1" >$TRASH/alone &&
+    cat $TRASH/alone && test "$(head -1 $TRASH/alone)" = 1 &&
+    awk "NR == 2 { exit !(\$2 == 131072) }" $TRASH/alone
+'
 test_expect_success 'multi-node jobs with scratch are warned at submit' '
     id=$(cd $H && as_user alice sbatch --parsable -N2 --tier-scratch=$P/runs -o /dev/null --wrap true 2>$TRASH/w.err) &&
     cat $TRASH/w.err && grep -q "warning: tier: --tier-scratch gives each of the 2 nodes its own private view" $TRASH/w.err &&
