@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <slurm/spank.h>
 
@@ -313,6 +314,7 @@ static void ns_join_existing (spank_t sp)
         || strtoul (r, NULL, 10) != job_restart (sp, job_id))
         return;
     tier.job_id = job_id;
+    tier.restart = (uint32_t) strtoul (r, NULL, 10);
     if (tier_ns_read (base, job_id, "scratch", tier.opts.scratch,
                       sizeof (tier.opts.scratch)) < 0)
         tier.opts.scratch[0] = '\0';
@@ -551,15 +553,30 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
 
 int slurm_spank_task_exit (spank_t sp, int ac, char **av)
 {
-    uint32_t step = 0;
+    uint32_t step = 0, task = 1;
     int status = 0;
+    char env[32];
 
-    if (spank_context () != S_CTX_REMOTE || !tier.ns_ok)
+    if (spank_context () != S_CTX_REMOTE || !tier.ns_ok
+        || spank_get_item (sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS)
         return 0;
-    if (spank_get_item (sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS
-        && step == BATCH_STEP
-        && spank_get_item (sp, S_TASK_EXIT_STATUS, &status) == ESPANK_SUCCESS)
+    if (step == BATCH_STEP) {
         tier.batch_status = status ? 1 : 0;
+        return 0;
+    }
+    /* a step outside a batch script (an srun job, or a step of salloc):
+     * its first task tells where the data will be kept, since only
+     * task_exit still reaches srun's stderr (the batch step tells in
+     * exit) -- on-failure when that task failed */
+    if (spank_get_item (sp, S_TASK_GLOBAL_ID, &task) == ESPANK_SUCCESS
+        && task == 0
+        && !(spank_getenv (sp, "ENVIRONMENT", env, sizeof (env))
+             == ESPANK_SUCCESS && !strcmp (env, "BATCH")))
+        tier_keep_announce (tier.opts.scratch, tier.opts.keep,
+                            WIFEXITED (status) ? WEXITSTATUS (status) != 0
+                                               : true,
+                            tier.job_id, tier.restart);
     return 0;
 }
 
@@ -609,7 +626,8 @@ int slurm_spank_exit (spank_t sp, int ac, char **av)
         && spank_get_item (sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS
         && step == BATCH_STEP)
         tier_keep_announce (tier.opts.scratch, tier.opts.keep,
-                            tier.batch_status == 1, tier.job_id);
+                            tier.batch_status == 1, tier.job_id,
+                            tier.restart);
     if (tier.conf) {
         tier_conf_destroy (tier.conf);
         tier.conf = NULL;

@@ -526,8 +526,16 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
     {
         static char scratch[TIER_OPT_VALUE_MAX];
         struct tier_scratch_stats st = { 0 };
+        char r[32], name[32];
+        uint32_t restart = 0;
         uid_t uid = 0;
         gid_t gid = 0;
+
+        /* this run of the job (a requeued one keeps beside the first) */
+        if (tier_ns_read (conf->namespace_dir, job_id, "restart", r,
+                          sizeof (r)) == 0)
+            restart = (uint32_t) strtoul (r, NULL, 10);
+        tier_keep_name (job_id, restart, name, sizeof (name));
 
         /* the directories mounted, each with the keep= of its frozen
          * policy; --tier-keep for those without */
@@ -535,16 +543,16 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
                           sizeof (scratch)) == 0 && scratch[0]
             && spank_get_item (sp, S_JOB_UID, &uid) == ESPANK_SUCCESS
             && spank_get_item (sp, S_JOB_GID, &gid) == ESPANK_SUCCESS) {
-            if (tier_scratch_finish (conf, job_id, uid, gid, scratch,
-                                     tier.opts.keep, tier_job_failed, &st,
-                                     &error) < 0)
+            if (tier_scratch_finish (conf, job_id, restart, uid, gid,
+                                     scratch, tier.opts.keep,
+                                     tier_job_failed, &st, &error) < 0)
                 slurm_error ("tier: epilog of job %u: %s", job_id,
                              error.text);
             if (st.kept_dirs)
                 slurm_info ("tier: job %u: kept %llu files of pipeline data "
-                            "of %llu directories under .tier-kept/%u/%s/",
+                            "of %llu directories under .tier-kept/%s/%s/",
                             job_id, (unsigned long long) st.kept_files,
-                            (unsigned long long) st.kept_dirs, job_id,
+                            (unsigned long long) st.kept_dirs, name,
                             conf->node);
         }
         (void) snprintf (body, sizeof (body),
