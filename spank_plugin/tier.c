@@ -232,12 +232,43 @@ static bool listed (const char *list, const char *dir)
     return false;
 }
 
+/* The working directory of the task (it has joined the namespace, and
+ * Slurm has changed into the job's directory) inside one of the job's
+ * pipeline directories: relative paths then write to the private view.
+ * One line on the job's stderr.
+ */
+static void warn_cwd (void)
+{
+    char cwd[PATH_MAX], item[PATH_MAX + 64], dir[PATH_MAX + 64];
+    char norm[PATH_MAX];
+    const char *p = tier.opts.scratch;
+    uint64_t size;
+    tier_error_t e;
+
+    if (!getcwd (cwd, sizeof (cwd)))
+        return;
+    while ((p = tier_opt_next_item (p, item, sizeof (item))))
+        if (tier_opt_split_size (item, dir, sizeof (dir), &size, &e) == 0
+            && tier_path_normalize (dir, norm, sizeof (norm)) == 0
+            && tier_path_under (cwd, norm)) {
+            slurm_spank_log ("tier: warning: the working directory %s lies "
+                             "in the pipeline directory %s: it is this "
+                             "job's private view on each node, so what the "
+                             "job writes there (relative paths included) "
+                             "stays on the node and is discarded at job end "
+                             "unless kept (--tier-keep); the -o/-e files "
+                             "still reach the GFS", cwd, norm);
+            return;
+        }
+}
+
 /* Pipeline views are per node.  --tier-scratch is warned about at submit;
  * the directories that come from policies are known only here, on the
  * node, once the job's set is frozen: one line on the job's stderr from
  * the job's first task -- in the batch step, or in each step that is not
  * inside a batch script (srun or salloc jobs) -- when the job has more
- * than one node.
+ * than one node.  The same task warns about a working directory inside
+ * one of them.
  */
 int slurm_spank_task_init (spank_t sp, int ac, char **av)
 {
@@ -259,6 +290,7 @@ int slurm_spank_task_init (spank_t sp, int ac, char **av)
         && spank_getenv (sp, "ENVIRONMENT", env, sizeof (env))
            == ESPANK_SUCCESS && !strcmp (env, "BATCH"))
         return 0;                       /* the batch step said it */
+    warn_cwd ();
     if (spank_getenv (sp, "SLURM_JOB_NUM_NODES", env, sizeof (env))
         != ESPANK_SUCCESS || (nodes = strtol (env, NULL, 10)) < 2)
         return 0;

@@ -179,6 +179,25 @@ test_expect_success '-o into the tiered directory lands on the GFS' '
     cat $H/runs/job-$id.out && grep -q to-the-gfs $H/runs/job-$id.out &&
     test ! -e $H/runs/tmp
 '
+test_expect_success '-e into the tiered directory lands on the GFS too' '
+    id=$(sbatch_wait alice -w n2 --tier-scratch=$H/runs -o /dev/null -e $H/runs/job-%j.err \
+        --wrap "echo to-the-gfs-err >&2; echo scratch > $H/runs/tmp") &&
+    cat $H/runs/job-$id.err && grep -q to-the-gfs-err $H/runs/job-$id.err &&
+    test ! -e $H/runs/tmp
+'
+test_expect_success 'a working directory inside it is the private view, and the job is told once' '
+    as_user alice mkdir -p $H/runs/wd &&
+    id=$(sbatch_wait alice -w n2 --tier-scratch=$H/runs -D $H/runs/wd -o $OUT/cwd.out -e $OUT/cwd.err \
+        --wrap "pwd; echo rel > relative.txt; cat relative.txt; srun true") &&
+    cat $OUT/cwd.out $OUT/cwd.err &&
+    test "$(cat $OUT/cwd.out)" = "$(printf "$H/runs/wd\nrel")" &&
+    test ! -e $H/runs/wd/relative.txt &&
+    test "$(grep -c "tier: warning: the working directory $H/runs/wd lies in the pipeline directory $H/runs: it is this job.s private view" $OUT/cwd.err)" = 1 &&
+    as_user alice sh -c "cd $H/runs/wd && srun -w n1 --tier-scratch=$H/runs true" 2>$TRASH/cwd.err &&
+    cat $TRASH/cwd.err && grep -q "the working directory $H/runs/wd lies in the pipeline directory $H/runs" $TRASH/cwd.err &&
+    id=$(sbatch_wait alice -w n2 --tier-scratch=$H/runs -o /dev/null -e $OUT/nocwd.err --wrap true) &&
+    ! grep -q "working directory" $OUT/nocwd.err
+'
 test_expect_success 'a process left running (setsid) is killed at job end, nothing is left' '
     id=$(sbatch_wait alice -w n3 --tier-scratch=$H/runs -o $OUT/left.out --wrap "cd $H/runs; setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo \$!") &&
     p=$(cat $OUT/left.out) && test -n "$p" && echo "left: $p" &&
