@@ -365,10 +365,42 @@ static void keep_local (struct agent *a, const struct store_job *job,
     close (dfd);
 }
 
-/* Compose the frozen document from the layers. */
+/* The refusals of the user and job layers that another node recorded,
+ * as plain text fields (what they say is only ever shown to the job's
+ * owner, whose own directory they come from).
+ */
+static int carry_refused (json_t *refused, json_t *carried)
+{
+    size_t i;
+    json_t *o;
+
+    json_array_foreach (carried, i, o) {
+        const char *k[] = { "dir", "layer", "role", "source", "reason" };
+        json_t *r = json_object ();
+        const char *layer = json_string_value (json_object_get (o, "layer"));
+        bool ok = r && layer && (!strcmp (layer, "user")
+                                 || !strcmp (layer, "job"));
+
+        for (size_t j = 0; ok && j < sizeof (k) / sizeof (k[0]); j++) {
+            json_t *v = json_object_get (o, k[j]);
+            ok = json_is_string (v) && json_string_length (v) < PATH_MAX
+                 && json_object_set (r, k[j], v) == 0;
+        }
+        if (ok && json_array_append (refused, r) < 0) {
+            json_decref (r);
+            return -1;
+        }
+        json_decref (r);
+    }
+    return 0;
+}
+
+/* Compose the frozen document from the layers (and the refusals carried
+ * over from another node's set, or NULL).
+ */
 static char *compose (struct agent *a, const struct store_job *job,
-                      struct tier_policy_set *all, json_t *errors,
-                      int *count, int *nrefused)
+                      struct tier_policy_set *all, json_t *carried,
+                      json_t *errors, int *count, int *nrefused)
 {
     struct tier_policy_set *out = tier_policy_set_create ();
     struct tier_policy_conf_roots rb;
@@ -376,7 +408,7 @@ static char *compose (struct agent *a, const struct store_job *job,
     char *text = NULL;
     tier_error_t e;
 
-    if (!out || !refused)
+    if (!out || !refused || (carried && carry_refused (refused, carried) < 0))
         goto out;
     tier_policy_roots_from_conf (a->conf, job->user, &rb);
     if (tier_policy_freeze (all, &rb.roots, out, refused, &e) < 0) {
@@ -408,32 +440,60 @@ out:
     return text;
 }
 
-/* Check a frozen document found in the shared directory. */
-static int frozen_valid (const char *text, const struct store_job *job,
-                         int *count, tier_error_t *error)
+/* A frozen set found in the shared directory: the first node's, or one
+ * the job's owner put there herself (the directory is hers).  Only its
+ * user and job layers are taken -- what the user could ask for anyway --
+ * over this node's own site layer, and frozen again with this node's
+ * checks: site policies, locked, share and AllowedRoots always come from
+ * the node's own configuration, and the user's entries are refused under
+ * its locked site policies and outside its AllowedRoots.  Returns the
+ * document this node applies (malloc'd), or NULL with error set.
+ */
+static char *adopt_frozen (struct agent *a, const struct store_job *job,
+                           const char *text, int *count, int *nrefused,
+                           tier_error_t *error)
 {
-    struct tier_policy_set *set = tier_policy_set_create ();
+    struct tier_policy_set *shared = tier_policy_set_create ();
+    struct tier_policy_set *all = tier_policy_set_create ();
     json_error_t jerr;
     json_t *doc = json_loads (text, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *errors = json_array (), *refused;
     json_int_t id = -1, rst = -1;
-    int rc = -1;
+    char *out = NULL;
 
-    if (!set || !doc
+    if (!shared || !all || !errors) {
+        errno = ENOMEM;
+        tier_errprintf (error, "out of memory");
+        goto out;
+    }
+    if (!doc
         || json_unpack (doc, "{s:I s:I}", "job_id", &id, "restart", &rst) < 0
         || id != job->job_id || rst != job->restart) {
         errno = EINVAL;
         tier_errprintf (error, "not this job's frozen policy set");
         goto out;
     }
-    if (tier_policy_set_from_json (set, json_object_get (doc, "policies"),
+    if (tier_policy_set_from_json (shared, json_object_get (doc, "policies"),
                                    "frozen policy set", error) < 0)
         goto out;
-    *count = set->n;
-    rc = 0;
+    refused = json_object_get (doc, "refused");
+    (void) tier_policy_load_site (all, a->conf->site_policy_dir, report_cb,
+                                  errors);
+    for (int i = 0; i < shared->n; i++)
+        if (shared->v[i].layer != TIER_LAYER_SITE
+            && tier_policy_add (all, &shared->v[i], error) < 0)
+            goto out;
+    if (!(out = compose (a, job, all, json_is_array (refused) ? refused
+                         : NULL, errors, count, nrefused))) {
+        errno = ENOMEM;
+        tier_errprintf (error, "out of memory");
+    }
 out:
     json_decref (doc);
-    tier_policy_set_destroy (set);
-    return rc;
+    json_decref (errors);
+    tier_policy_set_destroy (shared);
+    tier_policy_set_destroy (all);
+    return out;
 }
 
 json_t *policy_job_freeze (struct agent *a, const struct store_job *job)
@@ -456,12 +516,13 @@ json_t *policy_job_freeze (struct agent *a, const struct store_job *job)
     if (shared)
         kind = as_user (a, job, NULL, false, &found);
     if (kind == FOUND_FROZEN) {
-        if (frozen_valid (found, job, &count, &e) == 0) {
+        if ((text = adopt_frozen (a, job, found, &count, &nrefused, &e))) {
             /* frozen by another node of the job: apply the same */
-            keep_local (a, job, found);
+            keep_local (a, job, text);
             tier_log (LOG_INFO, "job %u: %d policies, frozen by another "
-                      "node", job->job_id, count);
-            res = json_pack ("{s:i s:b}", "count", count, "shared", 1);
+                      "node, %d refused", job->job_id, count, nrefused);
+            res = json_pack ("{s:i s:i s:b}", "count", count, "refused",
+                             nrefused, "shared", 1);
             goto out;
         }
         note (errors, "job %u: the frozen policy set in %s/users/%s/jobs "
@@ -484,20 +545,26 @@ json_t *policy_job_freeze (struct agent *a, const struct store_job *job)
         || tier_policy_from_options (all, opts, &e) < 0)
         note (errors, "job %u: its --tier options give no policies: %s",
               job->job_id, opts ? e.text : "not JSON");
-    if (!(text = compose (a, job, all, errors, &count, &nrefused)))
+    if (!(text = compose (a, job, all, NULL, errors, &count, &nrefused)))
         goto out;
     if (shared) {
         int k = as_user (a, job, text, true, &cur);
         if (k == FOUND_FROZEN && cur && strcmp (cur, text)) {
-            int c2 = 0;
-            if (frozen_valid (cur, job, &c2, &e) == 0) {
+            int c2 = 0, r2 = 0;
+            char *mine = adopt_frozen (a, job, cur, &c2, &r2, &e);
+            if (mine) {
                 /* another node came first: theirs is in force */
                 free (text);
-                text = cur;
-                cur = NULL;
+                text = mine;
                 count = c2;
+                nrefused = r2;
                 by = "another node";
             }
+            else
+                tier_log (LOG_WARNING, "job %u: the frozen policy set in "
+                          "%s/users/%s/jobs is unusable (%s); this node "
+                          "applies its own", job->job_id,
+                          a->conf->shared_state_dir, job->user, e.text);
         }
         else if (k != FOUND_FROZEN)
             tier_log (LOG_WARNING, "job %u: its policy set is not shared "
@@ -618,12 +685,29 @@ json_t *op_user_ensure (struct agent *a, struct conn *c, json_t *req,
                       a->conf->shared_state_dir);
 }
 
+/* Does p decide its own directory, with role?  The frozen set keeps the
+ * entries of lower layers that a higher one (or a locked site policy)
+ * overrides for the same directory: only the one resolution picks counts,
+ * once -- a 'none' over a site pipeline is no mount, --tier-batch over a
+ * pipeline policy is no overlay, a directory named by a policy and by
+ * --tier-scratch is one overlay with one reservation.
+ */
+static bool decides (const struct tier_policy_set *set,
+                     const struct tier_policy *p, enum tier_policy_role role)
+{
+    struct tier_policy_match m;
+
+    return p->role == role && tier_policy_resolve (set, p->dir, &m) == 0
+           && m.policy == p;
+}
+
 /* The pipeline directories of a job's frozen set (this node's copy), as
  * "DIR[:SIZE][:keep=WHEN],..." for the plugin's scratch mounts and what
  * its epilog keeps (each DIR escaped, so that a ',' or ':' in a name
- * stays in it: tier_list_escape; keep= when the policy sets it -- the
- * job's --tier-scratch items carry --tier-keep), and the sum of their
- * sizes for the node's reservation.
+ * stays in it: tier_list_escape; SIZE the policy's, else the node's
+ * default, so that the plugin mounts exactly what is reserved; keep=
+ * when the policy sets it -- the job's --tier-scratch items carry
+ * --tier-keep), and the sum of their sizes for the node's reservation.
  */
 int policy_job_pipeline (struct agent *a, const struct store_job *job,
                          char *out, size_t size, uint64_t *reserve,
@@ -636,6 +720,11 @@ int policy_job_pipeline (struct agent *a, const struct store_job *job,
     tier_error_t e;
     size_t o = 0;
     int rc = -1;
+    /* a directory without a size gets, and reserves, ScratchDefaultSize,
+     * else the whole NvdimmCapacity (else no limit and no accounting):
+     * what is reserved is what the plugin mounts */
+    uint64_t dflt = a->conf->scratch_default ? a->conf->scratch_default
+                                             : a->conf->nvdimm_capacity;
 
     *reserve = 0;
     out[0] = '\0';
@@ -673,16 +762,16 @@ int policy_job_pipeline (struct agent *a, const struct store_job *job,
     for (int i = 0; i < set->n; i++) {
         const struct tier_policy *p = &set->v[i];
         char item[2 * PATH_MAX + 32], esc[2 * PATH_MAX];
+        uint64_t psize = p->size ? p->size : dflt;
         int n;
 
-        if (p->role != TIER_POLICY_PIPELINE)
-            continue;
-        if (tier_list_escape (p->dir, esc, sizeof (esc)) < 0)
+        if (!decides (set, p, TIER_POLICY_PIPELINE)
+            || tier_list_escape (p->dir, esc, sizeof (esc)) < 0)
             continue;
         n = snprintf (item, sizeof (item), "%s", esc);
-        if (p->size && n > 0 && n < (int) sizeof (item))
+        if (psize && n > 0 && n < (int) sizeof (item))
             n += snprintf (item + n, sizeof (item) - n, ":%llu",
-                           (unsigned long long) p->size);
+                           (unsigned long long) psize);
         if ((p->set & TIER_PA_KEEP) && n > 0 && n < (int) sizeof (item))
             n += snprintf (item + n, sizeof (item) - n, ":keep=%s",
                            tier_policy_keep_name (p->keep));
@@ -695,7 +784,7 @@ int policy_job_pipeline (struct agent *a, const struct store_job *job,
         memcpy (out + o, item, n);
         o += n;
         out[o] = '\0';
-        *reserve += p->size;
+        *reserve += psize;
     }
     rc = 0;
 out:
@@ -799,16 +888,11 @@ int policy_job_batch (struct agent *a, const struct store_job *job,
 
             if ((pass == 0) != batch || strchr (p->dir, ':'))
                 continue;
-            /* the effective role of the directory itself decides (a
-             * locked site policy or a higher layer may differ) */
-            if (tier_policy_resolve (set, p->dir, &m) < 0)
-                continue;
-            if (pass == 0 && (!m.policy || m.policy->role
-                              != TIER_POLICY_BATCH))
+            /* the entry that decides the directory itself counts, once
+             * (a locked site policy or a higher layer may differ) */
+            if (tier_policy_resolve (set, p->dir, &m) < 0 || m.policy != p)
                 continue;
             if (pass == 1) {
-                if (m.policy && m.policy->role == TIER_POLICY_BATCH)
-                    continue;
                 for (int j = 0; j < set->n; j++)
                     if (set->v[j].role == TIER_POLICY_BATCH
                         && strcmp (set->v[j].dir, p->dir)
@@ -889,13 +973,10 @@ int policy_job_endpoint (struct agent *a, const struct store_job *job,
         return -1;
     for (int i = 0; i < set->n; i++) {
         const struct tier_policy *p = &set->v[i];
-        struct tier_policy_match m;
         char esc[2 * PATH_MAX];
         size_t n;
 
-        if (p->role != TIER_POLICY_ENDPOINT
-            || tier_policy_resolve (set, p->dir, &m) < 0 || !m.policy
-            || m.policy->role != TIER_POLICY_ENDPOINT
+        if (!decides (set, p, TIER_POLICY_ENDPOINT)
             || tier_list_escape (p->dir, esc, sizeof (esc)) < 0)
             continue;
         n = strlen (esc);

@@ -10,8 +10,9 @@
  * directory, not the overlay), joins the job's namespace to open the
  * upper layer (a tmpfs that exists only there), then drops to the user's
  * credentials for good and copies the upper layer to
- * DIR/.tier-kept/JOBID/NODE/ with the copy engine: never replacing a GFS
- * file, whiteouts and other special files skipped.
+ * DIR/.tier-kept/JOBID/NODE/ (JOBID.RESTART/ for a requeued run of the
+ * job) with the copy engine: never replacing a GFS file, whiteouts and
+ * other special files skipped.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -103,6 +104,15 @@ static int user_subdir (int dirfd, const char *name, bool may_exist,
     return fd;
 }
 
+void tier_keep_name (uint32_t job_id, uint32_t restart, char *buf,
+                     size_t size)
+{
+    if (restart)
+        (void) snprintf (buf, size, "%u.%u", job_id, restart);
+    else
+        (void) snprintf (buf, size, "%u", job_id);
+}
+
 struct child_report {
     struct tier_scratch_stats st;
     int kept_ok;
@@ -150,7 +160,7 @@ static void child (const struct mount_ctx *m, int k, const char *dir,
         }
         if ((kept = user_subdir (lowerfd, ".tier-kept", true, &e)) < 0)
             goto report;
-        (void) snprintf (name, sizeof (name), "%u", m->job_id);
+        tier_keep_name (m->job_id, m->restart, name, sizeof (name));
         jfd = user_subdir (kept, name, true, &e);
         close (kept);
         if (jfd < 0)
@@ -191,32 +201,34 @@ bool tier_keep_item (enum tier_keep item, enum tier_keep dflt, int failed,
 }
 
 void tier_keep_announce (const char *scratch, enum tier_keep dflt,
-                         bool failed, uint32_t job_id)
+                         bool failed, uint32_t job_id, uint32_t restart)
 {
-    char item[PATH_MAX + 64], dir[PATH_MAX + 64];
+    char item[PATH_MAX + 64], dir[PATH_MAX + 64], name[32];
     const char *p = scratch;
     enum tier_keep k;
     uint64_t size;
     tier_error_t e;
     bool ask;
 
+    tier_keep_name (job_id, restart, name, sizeof (name));
     while ((p = tier_opt_next_item (p, item, sizeof (item))))
         if (tier_opt_split_item (item, dir, sizeof (dir), &size, &k, &e) == 0
             && tier_keep_item (k, dflt, failed, &ask))
             slurm_spank_log ("tier: keep=%s: the pipeline data of %s is "
-                             "kept in %s/.tier-kept/%u/NODE/ for each node "
+                             "kept in %s/.tier-kept/%s/NODE/ for each node "
                              "of the job", tier_opt_keep_name
                              (k != TIER_KEEP_UNSET ? k : dflt), dir, dir,
-                             job_id);
+                             name);
 }
 
 int tier_scratch_finish (const struct tier_conf *conf, uint32_t job_id,
-                         uid_t uid, gid_t gid, const char *scratch,
-                         enum tier_keep dflt, bool (*failed) (uint32_t),
+                         uint32_t restart, uid_t uid, gid_t gid,
+                         const char *scratch, enum tier_keep dflt,
+                         bool (*failed) (uint32_t),
                          struct tier_scratch_stats *st, tier_error_t *error)
 {
     struct mount_ctx m = { .conf = conf, .job_id = job_id,
-                           .scratch = scratch };
+                           .scratch = scratch, .restart = restart };
     char item[PATH_MAX + 64];
     const char *p = scratch;
     int k = 0, rc = 0, job_failed = -1;

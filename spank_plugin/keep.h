@@ -23,8 +23,14 @@ struct tier_scratch_stats {
     uint64_t kept_bytes;
 };
 
+/* Where a run of a job keeps its data under DIR/.tier-kept/: "JOBID" for
+ * its first run, "JOBID.RESTART" for a requeued one (the same job id). */
+void tier_keep_name (uint32_t job_id, uint32_t restart, char *buf,
+                     size_t size);
+
 /* Kill what is left in the job's namespace, count each scratch upper
- * layer, and copy it to DIR/.tier-kept/JOBID/NODE/ when its keep says so:
+ * layer, and copy it to DIR/.tier-kept/NAME/NODE/ (tier_keep_name) when
+ * its keep says so:
  * the item's own keep= (a policy's, or the one --tier-keep gave the
  * job's own items through the frozen set), else dflt (--tier-keep).
  * failed (asked at most once) tells whether the job failed, for
@@ -32,7 +38,8 @@ struct tier_scratch_stats {
  * still filled in).
  */
 int tier_scratch_finish (const struct tier_conf *conf, uint32_t job_id,
-                         uid_t uid, gid_t gid, const char *scratch,
+                         uint32_t restart, uid_t uid, gid_t gid,
+                         const char *scratch,
                          enum tier_keep dflt, bool (*failed) (uint32_t),
                          struct tier_scratch_stats *st, tier_error_t *error);
 
@@ -43,10 +50,10 @@ int tier_scratch_finish (const struct tier_conf *conf, uint32_t job_id,
 bool tier_keep_item (enum tier_keep item, enum tier_keep dflt, int failed,
                      bool *ask);
 
-/* On the batch step's stderr: where each kept directory's pipeline data
- * will be, given the batch script's status.
+/* On the job's stderr (the batch step's, or an srun job's): where each
+ * kept directory's pipeline data will be, given whether the job failed.
  */
 void tier_keep_announce (const char *scratch, enum tier_keep dflt,
-                         bool failed, uint32_t job_id);
+                         bool failed, uint32_t job_id, uint32_t restart);
 
 #endif /* !TIER_SPANK_KEEP_H */

@@ -166,20 +166,81 @@ int tier_resolve_path (const struct mount_ctx *m, const char *option,
     return fd;
 }
 
-/* Can root read the directory the user could?  A root-squashing GFS says
- * no (the overlay, mounted by root, would then fail inside the job).
+/* Where the GFS squashes root, the overlay -- mounted by root, and
+ * overlayfs checks the lower layer with the mounter's credentials --
+ * reads DIR as nobody: the user would get EACCES on her own private files
+ * in it.  The site says so with GfsRootSquash = yes.  Without it, probe:
+ * can root list DIR, and open the first of its entries that others may
+ * not read (the user's 0600 files, 0700 directories)?  One such open
+ * settles it either way.  A probe sees only the first ROOT_PROBE_MAX
+ * entries of DIR, not its subdirectories: it is a safety net, and sites
+ * whose GFS squashes root set GfsRootSquash.  *what names what root could
+ * not read.
  */
-static bool root_squashed (int lowerfd)
-{
-    char buf[4096];
-    int fd = openat (lowerfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    long n;
+#define ROOT_PROBE_MAX 256
 
-    if (fd < 0)
+/* getdents64's records (no libc DIR: this runs in a child forked from
+ * the multithreaded slurmstepd) */
+struct probe_dirent {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[];
+};
+
+/* 1: root cannot open name in fd, though it could stat it; 0: it can;
+ * -1: anyone may read it, or it is neither a file nor a directory.
+ */
+static int probe_entry (int fd, const char *name)
+{
+    struct stat st;
+    bool dir;
+    int efd;
+
+    if (!strcmp (name, ".") || !strcmp (name, "..")
+        || fstatat (fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -1;
+    dir = S_ISDIR (st.st_mode);
+    if (!(dir || S_ISREG (st.st_mode))
+        || ((st.st_mode & S_IROTH) && (!dir || (st.st_mode & S_IXOTH))))
+        return -1;
+    efd = openat (fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY
+                  | O_CLOEXEC | (dir ? O_DIRECTORY : 0));
+    if (efd >= 0) {
+        close (efd);
+        return 0;
+    }
+    return errno == EACCES || errno == EPERM ? 1 : -1;
+}
+
+static bool root_squashed (int lowerfd, char *what, size_t size)
+{
+    char buf[8192] __attribute__ ((aligned (8)));
+    int fd, seen = 0, rc = -1;
+    long n = 0;
+
+    (void) snprintf (what, size, "root cannot read the directory");
+    if ((fd = openat (lowerfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         return errno == EACCES || errno == EPERM;
-    n = syscall (SYS_getdents64, fd, buf, sizeof (buf));
+    while (rc < 0 && seen < ROOT_PROBE_MAX
+           && (n = syscall (SYS_getdents64, fd, buf, sizeof (buf))) > 0)
+        for (long o = 0; o < n && rc < 0 && seen < ROOT_PROBE_MAX;) {
+            struct probe_dirent *de = (struct probe_dirent *) (buf + o);
+            o += de->reclen;
+            seen++;
+            if ((rc = probe_entry (fd, de->name)) == 1) {
+                (void) snprintf (what, size, "root cannot read %s in it",
+                                 de->name);
+                for (char *c = what; *c; c++)
+                    if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                        *c = '?';       /* a name is the user's text */
+            }
+        }
+    if (rc < 0 && seen == 0 && n < 0 && (errno == EACCES || errno == EPERM))
+        rc = 1;                         /* getdents refused */
     close (fd);
-    return n < 0 && (errno == EACCES || errno == EPERM);
+    return rc == 1;
 }
 
 #define TMPFS_MAGIC_ 0x01021994
@@ -194,7 +255,7 @@ static bool root_squashed (int lowerfd)
 static int mount_scratch (const struct mount_ctx *m, int k, const char *dir,
                           uint64_t size, tier_error_t *error)
 {
-    char name[32];
+    char name[32], what[NAME_MAX + 32];
     struct stat st;
     struct statfs sf;
     int lowerfd = -1, rootfd = -1, jobfd = -1, kfd = -1, upfd = -1;
@@ -207,10 +268,13 @@ static int mount_scratch (const struct mount_ctx *m, int k, const char *dir,
     }
     if ((lowerfd = tier_resolve_dir (m, "--tier-scratch", dir, error)) < 0)
         return -1;
-    if (m->conf->gfs_root_squash || root_squashed (lowerfd)) {
+    if (m->conf->gfs_root_squash
+        || root_squashed (lowerfd, what, sizeof (what))) {
         errno = EACCES;
-        tier_errprintf (error, "--tier-scratch: %s: the GFS squashes root, "
-                        "so a scratch view cannot be mounted over it", dir);
+        tier_errprintf (error, "--tier-scratch: %s: the GFS squashes root "
+                        "(%s), so a scratch view cannot be mounted over it",
+                        dir, m->conf->gfs_root_squash ? "GfsRootSquash = "
+                        "yes in tier.conf" : what);
         goto out;
     }
     if (fstat (lowerfd, &st) < 0) {
@@ -274,7 +338,7 @@ out:
 static int mount_outbox (const struct mount_ctx *m, int k, const char *dir,
                          tier_error_t *error)
 {
-    char name[32];
+    char name[32], what[NAME_MAX + 32];
     struct stat st;
     int lowerfd = -1, rootfd = -1, boxfd = -1, jobfd = -1, kfd = -1;
     int upfd = -1, workfd = -1, rc = -1;
@@ -287,10 +351,13 @@ static int mount_outbox (const struct mount_ctx *m, int k, const char *dir,
     }
     if ((lowerfd = tier_resolve_dir (m, "--tier-stage-out", dir, error)) < 0)
         return -1;
-    if (m->conf->gfs_root_squash || root_squashed (lowerfd)) {
+    if (m->conf->gfs_root_squash
+        || root_squashed (lowerfd, what, sizeof (what))) {
         errno = EACCES;
-        tier_errprintf (error, "--tier-stage-out: %s: the GFS squashes root, "
-                        "so a write cache cannot be mounted over it", dir);
+        tier_errprintf (error, "--tier-stage-out: %s: the GFS squashes root "
+                        "(%s), so a write cache cannot be mounted over it",
+                        dir, m->conf->gfs_root_squash ? "GfsRootSquash = "
+                        "yes in tier.conf" : what);
         goto out;
     }
     if (fstat (lowerfd, &st) < 0) {

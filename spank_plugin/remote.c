@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <slurm/spank.h>
 
@@ -98,6 +99,25 @@ static int get_u32 (spank_t sp, spank_item_t item, uint32_t *v)
     return spank_get_item (sp, item, v) == ESPANK_SUCCESS ? 0 : -1;
 }
 
+/* The restart count distinguishes a requeued job.  An srun step finds it
+ * in the job's environment, which the user could set: a false value only
+ * confuses that user's own record.  The batch step's environment gets it
+ * only after this: slurmctld tells (one RPC per batch job).
+ */
+static uint32_t job_restart (spank_t sp, uint32_t job_id)
+{
+    char rbuf[32];
+    uint32_t step = 0;
+
+    if (spank_getenv (sp, "SLURM_RESTART_COUNT", rbuf, sizeof (rbuf))
+        == ESPANK_SUCCESS)
+        return (uint32_t) strtoul (rbuf, NULL, 10);
+    if (get_u32 (sp, S_JOB_STEPID, &step) == 0
+        && step == 0xfffffffbU)     /* the batch step */
+        return tier_job_restarts (job_id);
+    return 0;
+}
+
 static int register_job (spank_t sp, tier_error_t *error)
 {
     static char body[TIER_OPT_VALUE_MAX * 5];
@@ -121,20 +141,7 @@ static int register_job (spank_t sp, tier_error_t *error)
     tier.job_id = job_id;
     tier.is_array = task_id != NO_VAL32 && task_id != 0xffffffffU;
     tier.batch_id = tier.is_array && array_id ? array_id : job_id;
-    /* The restart count distinguishes a requeued job.  An srun step finds
-     * it in the job's environment, which the user could set: a false value
-     * only confuses that user's own record.  The batch step's environment
-     * gets it only after this: slurmctld tells (one RPC per batch job). */
-    {
-        char rbuf[32];
-        uint32_t step = 0;
-        if (spank_getenv (sp, "SLURM_RESTART_COUNT", rbuf, sizeof (rbuf))
-            == ESPANK_SUCCESS)
-            restart = (uint32_t) strtoul (rbuf, NULL, 10);
-        else if (get_u32 (sp, S_JOB_STEPID, &step) == 0
-                 && step == 0xfffffffbU)    /* the batch step */
-            restart = tier_job_restarts (job_id);
-    }
+    restart = job_restart (sp, job_id);
     if (getpwuid_r (uid, &pw, pwbuf, sizeof (pwbuf), &pwp) != 0 || !pwp)
         return tier_errprintf (error, "uid %u has no passwd entry",
                                (unsigned) uid);
@@ -286,6 +293,40 @@ static void stage_out_list (spank_t sp)
     }
 }
 
+/* The agent did not answer (or refused the registration), but an earlier
+ * step may have made the job's namespace on this node: join it all the
+ * same, so that every step of the job sees one view (its pipeline and
+ * output directories), never the plain GFS beside it.  Only a namespace
+ * that is ready, of this run of the job (a requeued job's stale one is
+ * never joined); the directories it holds come from its own record.
+ */
+static void ns_join_existing (spank_t sp)
+{
+    const char *base = tier.conf ? tier.conf->namespace_dir : NULL;
+    uint32_t job_id = 0;
+    char r[32];
+
+    if (!base || tier.opt_error[0] || get_u32 (sp, S_JOB_ID, &job_id) < 0
+        || !tier_ns_exists (base, job_id)
+        || !tier_ns_marked (base, job_id, "ready")
+        || tier_ns_marked (base, job_id, "failed")
+        || tier_ns_read (base, job_id, "restart", r, sizeof (r)) < 0
+        || strtoul (r, NULL, 10) != job_restart (sp, job_id))
+        return;
+    tier.job_id = job_id;
+    tier.restart = (uint32_t) strtoul (r, NULL, 10);
+    if (tier_ns_read (base, job_id, "scratch", tier.opts.scratch,
+                      sizeof (tier.opts.scratch)) < 0)
+        tier.opts.scratch[0] = '\0';
+    if (tier_ns_read (base, job_id, "bound", tier.bound,
+                      sizeof (tier.bound)) < 0)
+        tier.bound[0] = '\0';
+    tier.ns_ok = 1;
+    tier.ns_no_agent = 1;
+    slurm_error ("tier: job %u: the agent did not answer; this step joins "
+                 "the job's namespace made by an earlier step", job_id);
+}
+
 int tier_remote_init_post_opt (spank_t sp)
 {
     tier_error_t error = { { 0 } };
@@ -325,6 +366,7 @@ fail:
     (void) snprintf (tier.agent_error, sizeof (tier.agent_error), "%s",
                      error.text);
     slurm_error ("tier: %s", error.text);       /* the slurmd log */
+    ns_join_existing (sp);
     return 0;
 }
 
@@ -342,7 +384,15 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
         return 0;                       /* the job fails in task_init_priv */
     }
     if (!tier.agent_ok) {
-        if (tier_effective_mode () != TIER_CACHE_REQUIRED)
+        if (tier.ns_no_agent && tier_effective_mode () != TIER_CACHE_REQUIRED)
+            slurm_spank_log ("tier: warning: on node %s this step sees the "
+                             "job's scratch and output directories as its "
+                             "earlier steps did, but nothing else of tier "
+                             "(no batch cache, no stage-in or stage-out "
+                             "here): %s", getenv ("SLURMD_NODENAME")
+                             ? getenv ("SLURMD_NODENAME") : "?",
+                             tier.agent_error);
+        else if (tier_effective_mode () != TIER_CACHE_REQUIRED)
             slurm_spank_log ("tier: warning: running untiered on node %s: %s",
                              getenv ("SLURMD_NODENAME")
                              ? getenv ("SLURMD_NODENAME") : "?",
@@ -503,15 +553,30 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
 
 int slurm_spank_task_exit (spank_t sp, int ac, char **av)
 {
-    uint32_t step = 0;
+    uint32_t step = 0, task = 1;
     int status = 0;
+    char env[32];
 
-    if (spank_context () != S_CTX_REMOTE || !tier.ns_ok)
+    if (spank_context () != S_CTX_REMOTE || !tier.ns_ok
+        || spank_get_item (sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS)
         return 0;
-    if (spank_get_item (sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS
-        && step == BATCH_STEP
-        && spank_get_item (sp, S_TASK_EXIT_STATUS, &status) == ESPANK_SUCCESS)
+    if (step == BATCH_STEP) {
         tier.batch_status = status ? 1 : 0;
+        return 0;
+    }
+    /* a step outside a batch script (an srun job, or a step of salloc):
+     * its first task tells where the data will be kept, since only
+     * task_exit still reaches srun's stderr (the batch step tells in
+     * exit) -- on-failure when that task failed */
+    if (spank_get_item (sp, S_TASK_GLOBAL_ID, &task) == ESPANK_SUCCESS
+        && task == 0
+        && !(spank_getenv (sp, "ENVIRONMENT", env, sizeof (env))
+             == ESPANK_SUCCESS && !strcmp (env, "BATCH")))
+        tier_keep_announce (tier.opts.scratch, tier.opts.keep,
+                            WIFEXITED (status) ? WEXITSTATUS (status) != 0
+                                               : true,
+                            tier.job_id, tier.restart);
     return 0;
 }
 
@@ -561,7 +626,8 @@ int slurm_spank_exit (spank_t sp, int ac, char **av)
         && spank_get_item (sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS
         && step == BATCH_STEP)
         tier_keep_announce (tier.opts.scratch, tier.opts.keep,
-                            tier.batch_status == 1, tier.job_id);
+                            tier.batch_status == 1, tier.job_id,
+                            tier.restart);
     if (tier.conf) {
         tier_conf_destroy (tier.conf);
         tier.conf = NULL;

@@ -232,12 +232,43 @@ static bool listed (const char *list, const char *dir)
     return false;
 }
 
+/* The working directory of the task (it has joined the namespace, and
+ * Slurm has changed into the job's directory) inside one of the job's
+ * pipeline directories: relative paths then write to the private view.
+ * One line on the job's stderr.
+ */
+static void warn_cwd (void)
+{
+    char cwd[PATH_MAX], item[PATH_MAX + 64], dir[PATH_MAX + 64];
+    char norm[PATH_MAX];
+    const char *p = tier.opts.scratch;
+    uint64_t size;
+    tier_error_t e;
+
+    if (!getcwd (cwd, sizeof (cwd)))
+        return;
+    while ((p = tier_opt_next_item (p, item, sizeof (item))))
+        if (tier_opt_split_size (item, dir, sizeof (dir), &size, &e) == 0
+            && tier_path_normalize (dir, norm, sizeof (norm)) == 0
+            && tier_path_under (cwd, norm)) {
+            slurm_spank_log ("tier: warning: the working directory %s lies "
+                             "in the pipeline directory %s: it is this "
+                             "job's private view on each node, so what the "
+                             "job writes there (relative paths included) "
+                             "stays on the node and is discarded at job end "
+                             "unless kept (--tier-keep); the -o/-e files "
+                             "still reach the GFS", cwd, norm);
+            return;
+        }
+}
+
 /* Pipeline views are per node.  --tier-scratch is warned about at submit;
  * the directories that come from policies are known only here, on the
  * node, once the job's set is frozen: one line on the job's stderr from
  * the job's first task -- in the batch step, or in each step that is not
  * inside a batch script (srun or salloc jobs) -- when the job has more
- * than one node.
+ * than one node.  The same task warns about a working directory inside
+ * one of them.
  */
 int slurm_spank_task_init (spank_t sp, int ac, char **av)
 {
@@ -259,6 +290,7 @@ int slurm_spank_task_init (spank_t sp, int ac, char **av)
         && spank_getenv (sp, "ENVIRONMENT", env, sizeof (env))
            == ESPANK_SUCCESS && !strcmp (env, "BATCH"))
         return 0;                       /* the batch step said it */
+    warn_cwd ();
     if (spank_getenv (sp, "SLURM_JOB_NUM_NODES", env, sizeof (env))
         != ESPANK_SUCCESS || (nodes = strtol (env, NULL, 10)) < 2)
         return 0;
@@ -526,8 +558,16 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
     {
         static char scratch[TIER_OPT_VALUE_MAX];
         struct tier_scratch_stats st = { 0 };
+        char r[32], name[32];
+        uint32_t restart = 0;
         uid_t uid = 0;
         gid_t gid = 0;
+
+        /* this run of the job (a requeued one keeps beside the first) */
+        if (tier_ns_read (conf->namespace_dir, job_id, "restart", r,
+                          sizeof (r)) == 0)
+            restart = (uint32_t) strtoul (r, NULL, 10);
+        tier_keep_name (job_id, restart, name, sizeof (name));
 
         /* the directories mounted, each with the keep= of its frozen
          * policy; --tier-keep for those without */
@@ -535,16 +575,16 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
                           sizeof (scratch)) == 0 && scratch[0]
             && spank_get_item (sp, S_JOB_UID, &uid) == ESPANK_SUCCESS
             && spank_get_item (sp, S_JOB_GID, &gid) == ESPANK_SUCCESS) {
-            if (tier_scratch_finish (conf, job_id, uid, gid, scratch,
-                                     tier.opts.keep, tier_job_failed, &st,
-                                     &error) < 0)
+            if (tier_scratch_finish (conf, job_id, restart, uid, gid,
+                                     scratch, tier.opts.keep,
+                                     tier_job_failed, &st, &error) < 0)
                 slurm_error ("tier: epilog of job %u: %s", job_id,
                              error.text);
             if (st.kept_dirs)
                 slurm_info ("tier: job %u: kept %llu files of pipeline data "
-                            "of %llu directories under .tier-kept/%u/%s/",
+                            "of %llu directories under .tier-kept/%s/%s/",
                             job_id, (unsigned long long) st.kept_files,
-                            (unsigned long long) st.kept_dirs, job_id,
+                            (unsigned long long) st.kept_dirs, name,
                             conf->node);
         }
         (void) snprintf (body, sizeof (body),

@@ -33,6 +33,8 @@ struct tier_plugin {
     uint32_t batch_id;          /* array job id, or the job id */
     int is_array;
     int ns_ok;                  /* the job's namespace is ready to join */
+    int ns_no_agent;            /* ... made by an earlier step; the agent
+                                 * did not answer this one */
     int scratch_denied;         /* the agent refused the reservation */
     int batch_status;           /* batch script: 1 failed, 0 ok */
     int stage_n;                /* --tier-stage-in items, expanded */

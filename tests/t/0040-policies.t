@@ -195,8 +195,10 @@ test_expect_success 'a running job freezes its set; every node of it applies the
     wait_for 60 sh -c "ls $CLUSTER/state/n*/policies/$J1.0.json 2>/dev/null | wc -l | grep -qx 2" &&
     stat -c "%U %a" $STATE/users/alice/jobs/$J1.0/policy.json | grep -qx "alice 600" &&
     n=$(ls $CLUSTER/state/n*/policies/$J1.0.json) && echo $n &&
-    test "$(md5sum $n | cut -d" " -f1 | sort -u | wc -l)" = 1 &&
-    cmp $(echo $n | cut -d" " -f1) $STATE/users/alice/jobs/$J1.0/policy.json &&
+    for f in $n $STATE/users/alice/jobs/$J1.0/policy.json; do
+        field "sorted(json.dumps(p, sort_keys=True) for p in d[\"policies\"])" <$f
+    done >$TRASH/sets && test "$(sort -u $TRASH/sets | wc -l)" = 1 &&
+    grep -q "$A/out" $TRASH/sets &&
     test "$(job_role alice $J1 $A/db/x)" = "batch user" &&
     test "$(job_role alice $J1 $A/out/f)" = "batch job" &&
     test "$(job_role alice $J1 $A/proj/x)" = "batch site"
@@ -233,6 +235,40 @@ test_expect_success 'a job option inside a pipeline directory wins; the refusal 
     test "$(job_role alice $J3 $A/runs/db/x)" = "batch job" &&
     test "$(job_role alice $J3 $A/runs/f)" = "none default" &&
     as_user alice $TIERCTL show policy --job $J3 --json | field "[r[\"dir\"] for r in d[\"refused\"]]" | grep -q "$A/runs"
+'
+# overlays DIR...: how many overlays the job's namespace has at each DIR
+cat >$GFS/home/alice/overlays <<'EOF'
+for d; do awk -v d="$d" '$5 == d && / - overlay /' /proc/self/mountinfo | wc -l; done
+EOF
+chmod 755 $GFS/home/alice/overlays
+test_expect_success 'a frozen set alice plants for her next job gives her only her own layers' '
+    as_user alice mkdir -p $A/secure/in &&
+    JP=$(as_user alice sbatch --parsable --hold -w n3 --tier-cache=auto -o $GFS/home/alice/jp.out \
+         -e $GFS/home/alice/jp.err \
+         --wrap "sh $GFS/home/alice/overlays $A/proj $A/secure/in $A/runs") &&
+    echo "job $JP" &&
+    cat >$TRASH/planted.json <<-EOF &&
+	{ "format": 1, "job_id": $JP, "restart": 0, "user": "alice",
+	  "policies": [
+	    { "dir": "$A/proj", "layer": "site", "role": "pipeline", "source": "x" },
+	    { "dir": "$A/db", "layer": "site", "role": "batch", "share": "world", "source": "x" },
+	    { "dir": "$A/secure/in", "layer": "job", "role": "pipeline", "source": "x" },
+	    { "dir": "$A/runs", "layer": "user", "role": "pipeline", "source": "x" } ],
+	  "refused": [], "errors": [] }
+	EOF
+    as_user alice sh -c "mkdir $STATE/users/alice/jobs/$JP.0 &&
+        cat >$STATE/users/alice/jobs/$JP.0/policy.json" <$TRASH/planted.json &&
+    scontrol release $JP && wait_for 120 job_done $JP &&
+    cat $GFS/home/alice/jp.out $GFS/home/alice/jp.err &&
+    test "$(cat $GFS/home/alice/jp.out)" = "$(printf "0\n0\n1")" &&
+    grep -q "refused: .*$A/secure/in lies under the locked site policy $A/secure" $GFS/home/alice/jp.err &&
+    N=$CLUSTER/state/n3/policies/$JP.0.json && cat $N &&
+    field "[p[\"dir\"] for p in d[\"policies\"] if p[\"layer\"] == \"site\" and not p[\"source\"].startswith(\"$SITE/\")]" <$N | grep -qx "\[\]" &&
+    field "[p[\"dir\"] for p in d[\"policies\"] if \"share\" in p]" <$N | grep -qx "\[.$GFS/apps.\]" &&
+    field "[p[\"dir\"] for p in d[\"policies\"] if p[\"dir\"] == \"$A/proj\"]" <$N | grep -qx "\[.$A/proj.\]" &&
+    field "[r[\"reason\"] for r in d[\"refused\"] if r[\"dir\"] == \"$A/secure/in\"][0]" <$N |
+        grep -q "lies under the locked site policy $A/secure" &&
+    grep -q "job $JP: .* policies, frozen by another node" $CLUSTER/log/tierd-n3.log
 '
 test_expect_success 'the agent logged the malformed site file with file and key' '
     grep -q "site policies: $SITE/20-bad.json: policy .$A/x.: key .tll.: unknown key" $CLUSTER/log/tierd-n3.log

@@ -179,6 +179,25 @@ test_expect_success '-o into the tiered directory lands on the GFS' '
     cat $H/runs/job-$id.out && grep -q to-the-gfs $H/runs/job-$id.out &&
     test ! -e $H/runs/tmp
 '
+test_expect_success '-e into the tiered directory lands on the GFS too' '
+    id=$(sbatch_wait alice -w n2 --tier-scratch=$H/runs -o /dev/null -e $H/runs/job-%j.err \
+        --wrap "echo to-the-gfs-err >&2; echo scratch > $H/runs/tmp") &&
+    cat $H/runs/job-$id.err && grep -q to-the-gfs-err $H/runs/job-$id.err &&
+    test ! -e $H/runs/tmp
+'
+test_expect_success 'a working directory inside it is the private view, and the job is told once' '
+    as_user alice mkdir -p $H/runs/wd &&
+    id=$(sbatch_wait alice -w n2 --tier-scratch=$H/runs -D $H/runs/wd -o $OUT/cwd.out -e $OUT/cwd.err \
+        --wrap "pwd; echo rel > relative.txt; cat relative.txt; srun true") &&
+    cat $OUT/cwd.out $OUT/cwd.err &&
+    test "$(cat $OUT/cwd.out)" = "$(printf "$H/runs/wd\nrel")" &&
+    test ! -e $H/runs/wd/relative.txt &&
+    test "$(grep -c "tier: warning: the working directory $H/runs/wd lies in the pipeline directory $H/runs: it is this job.s private view" $OUT/cwd.err)" = 1 &&
+    as_user alice sh -c "cd $H/runs/wd && srun -w n1 --tier-scratch=$H/runs true" 2>$TRASH/cwd.err &&
+    cat $TRASH/cwd.err && grep -q "the working directory $H/runs/wd lies in the pipeline directory $H/runs" $TRASH/cwd.err &&
+    id=$(sbatch_wait alice -w n2 --tier-scratch=$H/runs -o /dev/null -e $OUT/nocwd.err --wrap true) &&
+    ! grep -q "working directory" $OUT/nocwd.err
+'
 test_expect_success 'a process left running (setsid) is killed at job end, nothing is left' '
     id=$(sbatch_wait alice -w n3 --tier-scratch=$H/runs -o $OUT/left.out --wrap "cd $H/runs; setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo \$!") &&
     p=$(cat $OUT/left.out) && test -n "$p" && echo "left: $p" &&
@@ -213,6 +232,24 @@ test_expect_success 'a namespace made after its job id ended is a new run: left 
 # one it never knew (an id slurmctld does not know either); restarted, it
 # reclaims both
 agent_pid () { cat "$CLUSTER/state/$1/tierd.pid" 2>/dev/null; }
+# the agent gone between the batch step and an srun step (its binary too,
+# so that the plugin cannot start it again): the srun step still joins
+# the job's namespace and sees what the batch step wrote there
+test_expect_success 'a later step joins the namespace when the agent does not answer' '
+    rm -f $OUT/na-ready $OUT/na-go &&
+    id=$(as_alice sbatch --parsable -w n2 --tier-scratch=$H/runs -o $OUT/na.out -e $OUT/na.err \
+        --wrap "echo mine > $H/runs/na.txt; touch $OUT/na-ready; while [ ! -e $OUT/na-go ]; do sleep 0.2; done; srun cat $H/runs/na.txt; srun grep -c \" - overlay \" /proc/self/mountinfo") &&
+    wait_for 30 test -e $OUT/na-ready &&
+    mv $CLUSTER/lib/tierd $CLUSTER/lib/tierd.away &&
+    p=$(agent_pid n2) && test -n "$p" && kill -9 $p &&
+    wait_for 10 sh -c "! kill -0 $p 2>/dev/null" &&
+    touch $OUT/na-go && wait_for 60 job_done $id;
+    mv $CLUSTER/lib/tierd.away $CLUSTER/lib/tierd;
+    cat $OUT/na.out $OUT/na.err &&
+    test "$(cat $OUT/na.out)" = "$(printf "mine\n1")" &&
+    grep -q "tier: warning: on node n2 this step sees the job.s scratch and output directories as its earlier steps did" $OUT/na.err &&
+    test ! -e $H/runs/na.txt
+'
 test_expect_success 'after a restart the agent reclaims what ended while it was down' '
     rm -f $TRASH/left &&
     id=$(as_alice sbatch --parsable -w n3 --tier-cache=auto -o /dev/null --wrap "sleep 3") &&

@@ -124,6 +124,32 @@ test_expect_success 'keep=always keeps a succeeding job'"'"'s data, never replac
     test ! -e $P/runs/.tier-kept/$id/n1/doomed.txt && test ! -e $P/runs/.tier-kept/$id/n1/doomed &&
     test "$(cat $P/runs/doomed.txt)" = keep-me && test "$(cat $P/runs/doomed/f)" = f
 '
+test_expect_success 'a requeued job keeps its second run beside the first (JOBID.1)' '
+    rm -f $OUT/kr-* &&
+    id=$(as_alice sbatch --parsable -w n1 --requeue --open-mode=append --tier-scratch=$P/runs \
+        --tier-keep=always -o $OUT/kr.out -e $OUT/kr.err \
+        --wrap "echo run\$SLURM_RESTART_COUNT > $P/runs/run.txt; touch $OUT/kr-\$SLURM_RESTART_COUNT; sleep 4") &&
+    wait_for 30 test -e $OUT/kr- &&
+    scontrol requeue $id && sleep 1 && scontrol update jobid=$id starttime=now &&
+    wait_for 120 test -e $OUT/kr-1 && wait_for 60 job_done $id &&
+    cat $OUT/kr.err && find $P/runs/.tier-kept/$id* -type f &&
+    test "$(cat $P/runs/.tier-kept/$id/n1/run.txt)" = run &&
+    test "$(cat $P/runs/.tier-kept/$id.1/n1/run.txt)" = run1 &&
+    grep -q "kept in $P/runs/.tier-kept/$id.1/NODE/" $OUT/kr.err &&
+    test ! -e $P/runs/run.txt
+'
+test_expect_success 'an srun job is told where its data is kept, once' '
+    as_alice srun -w n3 -n2 --tier-scratch=$P/runs --tier-keep=always \
+        sh -c "echo \$SLURM_JOB_ID; echo s > $P/runs/srun.txt" >$TRASH/sj 2>$TRASH/sj.err &&
+    cat $TRASH/sj $TRASH/sj.err && j=$(sort -u $TRASH/sj) && test -n "$j" &&
+    grep -q "tier: keep=always: the pipeline data of $P/runs is kept in $P/runs/.tier-kept/$j/NODE/" $TRASH/sj.err &&
+    test "$(grep -c "tier: keep=" $TRASH/sj.err)" = 1 &&
+    wait_for 30 test -f $P/runs/.tier-kept/$j/n3/srun.txt &&
+    as_alice srun -w n3 --tier-scratch=$P/runs --tier-keep=on-failure true 2>$TRASH/sj2.err &&
+    cat $TRASH/sj2.err && ! grep -q "tier: keep=" $TRASH/sj2.err &&
+    ! as_alice srun -w n3 --tier-scratch=$P/runs --tier-keep=on-failure false 2>$TRASH/sj3.err &&
+    cat $TRASH/sj3.err && grep -q "tier: keep=on-failure: the pipeline data of $P/runs is kept" $TRASH/sj3.err
+'
 test_expect_success 'writing past the reservation gives ENOSPC in the scratch only' '
     id=$(sbatch_wait alice -w n2 --tier-scratch=$P/runs:4M -o $OUT/full.out -e $OUT/full.err \
         --wrap "head -c 8M /dev/zero > $P/runs/big 2>$OUT/dd.err; echo rc=\$?; cat $OUT/dd.err; echo ok > $OUT/outside-ok") &&
@@ -142,6 +168,23 @@ test_expect_success 'a reservation larger than the node'"'"'s tier: the job runs
 test_expect_success 'required turns a refused reservation into a clean failure' '
     ! as_alice srun -w n3 --tier-cache=required --tier-scratch=$P/runs:64G true 2>$TRASH/rq.err &&
     cat $TRASH/rq.err && grep -q "required: the NVDIMM tier of node n3 cannot reserve" $TRASH/rq.err && no_drain
+'
+# the test cluster: NvdimmCapacity = 1G, ScratchDefaultSize = 128M
+test_expect_success 'a directory without a size reserves ScratchDefaultSize: past the capacity it falls back' '
+    rm -f $OUT/hold-ready $OUT/hold-go &&
+    a=$(as_alice sbatch --parsable -w n1 --tier-scratch=$P/runs:900M -o /dev/null \
+        --wrap "touch $OUT/hold-ready; while [ ! -e $OUT/hold-go ]; do sleep 0.2; done") &&
+    wait_for 60 test -e $OUT/hold-ready &&
+    as_alice srun -w n1 --tier-scratch=$P/runs sh -c "grep -c \" - overlay \" /proc/self/mountinfo || true" >$TRASH/nosize 2>$TRASH/nosize.err;
+    ! as_alice srun -w n1 --tier-cache=required --tier-scratch=$P/runs true 2>$TRASH/nosize-rq.err;
+    rq=$?; touch $OUT/hold-go; wait_for 60 job_done $a;
+    cat $TRASH/nosize $TRASH/nosize.err $TRASH/nosize-rq.err && test $rq = 0 &&
+    test "$(cat $TRASH/nosize)" = 0 &&
+    grep -q "cannot reserve 128 MiB (900 of 1024 MiB are reserved)" $TRASH/nosize.err &&
+    grep -q "required: the NVDIMM tier of node n1 cannot reserve 128 MiB" $TRASH/nosize-rq.err &&
+    as_alice srun -w n1 --tier-scratch=$P/runs sh -c "grep -c \" - overlay \" /proc/self/mountinfo; df -k $P/runs | tail -1" >$TRASH/alone &&
+    cat $TRASH/alone && test "$(head -1 $TRASH/alone)" = 1 &&
+    awk "NR == 2 { exit !(\$2 == 131072) }" $TRASH/alone
 '
 test_expect_success 'multi-node jobs with scratch are warned at submit' '
     id=$(cd $H && as_user alice sbatch --parsable -N2 --tier-scratch=$P/runs -o /dev/null --wrap true 2>$TRASH/w.err) &&

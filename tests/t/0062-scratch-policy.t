@@ -22,6 +22,30 @@ test_expect_success 'a job with --tier-cache=auto writes there privately' '
     cat $H/out/p.out && grep -qx inter $H/out/p.out && grep -qx 1 $H/out/p.out &&
     test ! -e $H/runs/i.txt
 '
+# overlays DIR: how many overlays the job's namespace has at DIR
+cat >$H/overlays <<'EOF'
+awk -v d="$1" '$5 == d && / - overlay /' /proc/self/mountinfo | wc -l
+EOF
+chmod 755 $H/overlays
+test_expect_success 'a shadowed pipeline entry is not mounted, one named twice once' '
+    as_user alice mkdir -p $H/sitep &&
+    printf "{\"version\":1,\"policies\":{\"$H/sitep\":{\"role\":\"pipeline\"}}}" \
+        >$CLUSTER/etc/policies.d/sitep.json &&
+    chmod 644 $CLUSTER/etc/policies.d/sitep.json &&
+    as_alice $TIERCTL -N n1 set policy $H/sitep none &&
+    as_alice $TIERCTL -N n1 show policy $H/sitep/x | tee $TRASH/show &&
+    grep -q "^$H/sitep/x: none" $TRASH/show &&
+    id=$(sbatch_wait alice -w n1 --tier-cache=auto -o $H/out/sh1.out \
+        --wrap "sh $H/overlays $H/sitep; sh $H/overlays $H/runs") &&
+    cat $H/out/sh1.out && test "$(cat $H/out/sh1.out)" = "$(printf "0\n1")" &&
+    id=$(sbatch_wait alice -w n1 --tier-batch=$H/runs -o $H/out/sh2.out \
+        --wrap "sh $H/overlays $H/runs") &&
+    cat $H/out/sh2.out && test "$(cat $H/out/sh2.out)" = 0 &&
+    id=$(sbatch_wait alice -w n1 --tier-scratch=$H/runs -o $H/out/sh3.out \
+        --wrap "sh $H/overlays $H/runs; srun sh $H/overlays $H/runs") &&
+    cat $H/out/sh3.out && test "$(cat $H/out/sh3.out)" = "$(printf "1\n1")" &&
+    rm -f $CLUSTER/etc/policies.d/sitep.json
+'
 test_expect_success 'the reservation from the policy is enforced' '
     id=$(sbatch_wait alice -w n2 --tier-cache=auto -o $H/out/f.out \
         --wrap "head -c 8M /dev/zero > $H/runs/big; echo rc=\$?") &&
