@@ -804,6 +804,9 @@ struct mig {
     unsigned seq_sent, seq_done;
     int pending, failed, conflicts;
     bool ended;                 /* the job ended: remove when done */
+    pid_t manifest_pid;         /* the manifest's writer in flight, or 0 */
+    bool manifest_done;         /* the final manifest is written (or the
+                                 * attempt failed and was logged) */
     int64_t restart_after_ms;
     struct mspec spec;
     struct waiter_m {
@@ -1176,7 +1179,11 @@ static int list_cb (const char *key, const void *val, size_t len, void *arg)
     return 0;
 }
 
-static void write_manifest (struct agent *a, struct mig *g)
+/* Start writing the job's manifest, in a child with the user's
+ * credentials (the GFS may take its time: the loop does not wait for it;
+ * migrate_child reaps it).  -1 if it could not be started.
+ */
+static int manifest_start (struct agent *a, struct mig *g)
 {
     struct list_ctx lc = { .job_id = g->job_id, .restart = g->restart,
                            .g = g, .arr = json_array () };
@@ -1185,12 +1192,14 @@ static void write_manifest (struct agent *a, struct mig *g)
     json_t *o;
     char *text;
     pid_t pid;
-    int status = 0;
 
     if (!a->conf->shared_state_dir[0] || !lc.arr
         || store_job_get (a->store, g->job_id, g->restart, &job, &e) < 0) {
+        if (a->conf->shared_state_dir[0])
+            tier_log (LOG_WARNING, "job %u: no output manifest: %s",
+                      g->job_id, lc.arr ? e.text : "out of memory");
         json_decref (lc.arr);
-        return;
+        return -1;
     }
     (void) store_output_foreach (a->store, list_cb, &lc, &e);
     o = json_pack ("{s:i s:I s:I s:s s:I s:i s:i s:i s:i s:o}", "format", 1,
@@ -1201,19 +1210,21 @@ static void write_manifest (struct agent *a, struct mig *g)
                    "conflicts", lc.conflicts, "outputs", lc.arr);
     text = o ? json_dumps (o, JSON_INDENT (1) | JSON_SORT_KEYS) : NULL;
     json_decref (o);
-    if (!text)
-        return;
+    if (!text) {
+        tier_log (LOG_WARNING, "job %u: no output manifest: out of memory",
+                  g->job_id);
+        return -1;
+    }
     if ((pid = fork ()) == 0)
         _exit (manifest_as_user (a->conf->shared_state_dir, &job, a->node,
                                  text) < 0 ? 1 : 0);
     free (text);
-    if (pid > 0)
-        while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
-            ;
-    if (pid < 0 || !WIFEXITED (status) || WEXITSTATUS (status) != 0)
-        tier_log (LOG_WARNING, "job %u: the output manifest could not be "
-                  "written to %s/users/%s/jobs", g->job_id,
-                  a->conf->shared_state_dir, job.user);
+    if (pid < 0) {
+        tier_log_error ("job %u: the output manifest", g->job_id);
+        return -1;
+    }
+    g->manifest_pid = pid;
+    return 0;
 }
 
 /* ------------------------------------------------------------ results */
@@ -1370,7 +1381,9 @@ static int outbox_missing (struct agent *a, struct mig *g, char *first,
 
 /* Settle waiters; a finished job whose outputs all reached the GFS (or
  * are in conflict, which retrying cannot change) is done: its manifest
- * is written, its migrator stopped and its outbox removed.
+ * is written -- before any waiter hears that everything arrived (the
+ * epilog is one: afterok dependents find the manifest) --, then its
+ * migrator is stopped and its outbox removed.
  */
 static void settle (struct agent *a, struct mig *g)
 {
@@ -1378,18 +1391,9 @@ static void settle (struct agent *a, struct mig *g)
     struct waiter_m **pp = &g->waiters;
     bool clean = g->pending == 0 && g->failed == 0 && g->seq_done
                  && g->seq_done == g->seq_sent;
+    bool ready;
 
-    while (*pp) {
-        struct waiter_m *w = *pp;
-        if ((clean && w->seq <= g->seq_done) || now >= w->deadline_ms) {
-            *pp = w->next;
-            answer (a, g, w, !clean);
-            free (w);
-        }
-        else
-            pp = &w->next;
-    }
-    if (g->ended && clean && !g->waiters) {
+    if (g->ended && clean && !g->manifest_done && !g->manifest_pid) {
         char first[PATH_MAX];
         int missing = outbox_missing (a, g, first, sizeof (first));
         if (missing) {
@@ -1399,9 +1403,23 @@ static void settle (struct agent *a, struct mig *g)
                       g->job_id, missing, first);
             g->seq_done = 0;
             (void) mig_send (g, "SYNC %u", ++g->seq_sent);
-            return;
+            clean = false;
         }
-        write_manifest (a, g);
+        else if (manifest_start (a, g) < 0)
+            g->manifest_done = true;    /* logged, or no SharedStateDir */
+    }
+    ready = clean && (!g->ended || g->manifest_done);
+    while (*pp) {
+        struct waiter_m *w = *pp;
+        if ((ready && w->seq <= g->seq_done) || now >= w->deadline_ms) {
+            *pp = w->next;
+            answer (a, g, w, !clean);
+            free (w);
+        }
+        else
+            pp = &w->next;
+    }
+    if (g->ended && ready && !g->waiters) {
         (void) mig_send (g, "QUIT");
         outbox_remove (a, g);
         tier_log (LOG_INFO, "job %u: every output is on the GFS (%d in "
@@ -1560,7 +1578,21 @@ static unsigned sync_now (struct mig *g)
 bool migrate_child (struct agent *a, pid_t pid, int status)
 {
     for (struct mig *g = migs; g; g = g->next)
-        if (g->pid == pid) {
+        if (g->manifest_pid == pid) {
+            struct store_job job;
+            tier_error_t e;
+            g->manifest_pid = 0;
+            g->manifest_done = true;
+            if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+                tier_log (LOG_WARNING, "job %u: the output manifest could "
+                          "not be written to %s/users/%s/jobs", g->job_id,
+                          a->conf->shared_state_dir,
+                          store_job_get (a->store, g->job_id, g->restart,
+                                         &job, &e) == 0 ? job.user : "?");
+            settle (a, g);              /* may free g */
+            return true;
+        }
+        else if (g->pid == pid) {
             results_read (a);
             tier_log (LOG_WARNING, "job %u: the migrator ended (status %d); "
                       "restarting it", g->job_id, status);
@@ -1735,10 +1767,12 @@ static struct mig *mig_for_caller (struct agent *a, struct conn *c,
     return found;
 }
 
-/* job.stageout_sync {job_id, timeout_ms?, wait?}: publish what the
- * outputs hold now; with wait, answer once every output reached the GFS,
- * or when timeout_ms passed (the epilog's bound; tierctl wait and flush).
- * The job's owner, root and SlurmUser.
+/* job.stageout_sync {job_id, timeout_ms?, wait?, flush?, end?}: publish
+ * what the outputs hold now; with wait, answer once every output reached
+ * the GFS, or when timeout_ms passed (the epilog's bound; tierctl wait and
+ * flush).  With end (the epilog: root and SlurmUser only), the job has
+ * ended on this node: the answer also waits for its manifest.  The job's
+ * owner, root and SlurmUser.
  */
 json_t *op_job_stageout_sync (struct agent *a, struct conn *c, json_t *req,
                               tier_error_t *error)
@@ -1746,12 +1780,17 @@ json_t *op_job_stageout_sync (struct agent *a, struct conn *c, json_t *req,
     json_int_t timeout = 0;
     struct waiter_m *w;
     struct mig *g;
-    int wait = 1, flush = 0;
+    int wait = 1, flush = 0, end = 0;
 
     if (!(g = mig_for_caller (a, c, req, error)))
         return NULL;
-    (void) json_unpack (req, "{s?I s?b s?b}", "timeout_ms", &timeout, "wait",
-                        &wait, "flush", &flush);
+    (void) json_unpack (req, "{s?I s?b s?b s?b}", "timeout_ms", &timeout,
+                        "wait", &wait, "flush", &flush, "end", &end);
+    if (end && !agent_privileged (a, c->cred.uid)) {
+        errno = EPERM;
+        tier_errprintf (error, "only the epilog ends a job");
+        return NULL;
+    }
     if (!(w = calloc (1, sizeof (*w)))) {
         errno = ENOMEM;
         tier_errprintf (error, "out of memory");
@@ -1775,6 +1814,8 @@ json_t *op_job_stageout_sync (struct agent *a, struct conn *c, json_t *req,
     w->next = g->waiters;
     g->waiters = w;
     c->waiting++;
+    if (end)
+        g->ended = true;
     return RPC_DEFERRED;
 }
 

@@ -531,7 +531,7 @@ static void stage_out_step_end (spank_t sp)
     batch = spank_get_item (sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS
             && step == BATCH_STEP;
     if (tier_stageout_sync (tier.conf, tier.job_id, batch ? 10000 : 0,
-                            &left, &error) < 0) {
+                            false, &left, &error) < 0) {
         slurm_error ("tier: job %u: stage-out: %s", tier.job_id, error.text);
         return;
     }

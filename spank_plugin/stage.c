@@ -304,8 +304,8 @@ int tier_stageout_start (const struct tier_conf *conf, uint32_t job_id,
 }
 
 int tier_stageout_sync (const struct tier_conf *conf, uint32_t job_id,
-                        int64_t timeout_ms, struct tier_stageout_left *left,
-                        tier_error_t *error)
+                        int64_t timeout_ms, bool end,
+                        struct tier_stageout_left *left, tier_error_t *error)
 {
     char body[256], *reply = NULL;
     int64_t v;
@@ -313,9 +313,10 @@ int tier_stageout_sync (const struct tier_conf *conf, uint32_t job_id,
 
     memset (left, 0, sizeof (*left));
     (void) snprintf (body, sizeof (body), "{\"op\":\"job.stageout_sync\","
-                     "\"job_id\":%u,\"timeout_ms\":%lld,\"wait\":%s}",
-                     job_id, (long long) timeout_ms,
-                     timeout_ms > 0 ? "true" : "false");
+                     "\"job_id\":%u,\"timeout_ms\":%lld,\"wait\":%s,"
+                     "\"end\":%s}", job_id, (long long) timeout_ms,
+                     timeout_ms > 0 ? "true" : "false",
+                     end ? "true" : "false");
     rc = tier_agent_call (conf, body, &reply,
                           (int) (timeout_ms + (int64_t) conf->agent_timeout_ms),
                           error);

@@ -470,8 +470,9 @@ void tier_admin_comment (uint32_t job_id, const char *node,
 
 /* Job end on this node: every output must reach the GFS before the job
  * completes (afterok dependents wait for the epilogs), within
- * StageOutTimeout.  What is left is kept and retried by the agent, and
- * shown in the job record (AdminComment) while Slurm keeps it.
+ * StageOutTimeout, and so must the node's manifest of them (the agent
+ * answers once it is written).  What is left is kept and retried by the
+ * agent, and shown in the job record (AdminComment) while Slurm keeps it.
  */
 static void stage_out_job_end (const struct tier_conf *conf, uint32_t job_id)
 {
@@ -483,8 +484,8 @@ static void stage_out_job_end (const struct tier_conf *conf, uint32_t job_id)
                       sizeof (list)) < 0 || !list[0])
         return;
     if (tier_stageout_sync (conf, job_id,
-                            (int64_t) conf->stage_out_timeout * 1000, &left,
-                            &error) < 0) {
+                            (int64_t) conf->stage_out_timeout * 1000, true,
+                            &left, &error) < 0) {
         slurm_error ("tier: epilog of job %u: stage-out: %s", job_id,
                      error.text);
         return;

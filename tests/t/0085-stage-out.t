@@ -54,6 +54,12 @@ for f in glob.glob("$GFS/.tier/users/alice/jobs/*/outputs-*.json"):
 bad = [p for p, s in seen.items()
        if os.path.exists(p) and hashlib.sha256(open(p, "rb").read()).hexdigest() != s]
 print("MANIFEST", len(seen), "entries,", len(bad), "bad")
+# one manifest per node of each task, each complete: the epilogs wrote
+# them before the job completed
+ms = [json.load(open(f)) for f in
+      glob.glob("$GFS/.tier/users/alice/jobs/*/outputs-*.json")]
+print("MANIFESTS", len(ms), "files,", sum(m["pending"] + m["failed"] for m in ms),
+      "left")
 PY
 EOF2
 chmod 755 "$H/verify.sh"; chown alice "$H/verify.sh"
@@ -73,7 +79,26 @@ test_expect_success 'the dependent job found every output complete, as the produ
     grep -qx SUMS-OK $H/verify.out &&
     grep -q "^MANIFEST [1-9][0-9]* entries, 0 bad" $H/verify.out &&
     n=$(grep -o "^MANIFEST [0-9]*" $H/verify.out | cut -d" " -f2) && echo "$n manifest entries" &&
-    test "$n" -ge 30
+    test "$n" -ge 30 &&
+    grep -qx "MANIFESTS 12 files, 0 left" $H/verify.out
+'
+test_have_prereq ROOT && command -v strace >/dev/null && test_set_prereq STRACE
+# Writing the manifest takes as long as the GFS wants: here its rename is
+# held for 4 s (strace delay injection on n1'"'"'s agent and its children)
+# and a dependent that does not use tier (on another node) must still
+# find it.
+test_expect_success STRACE 'afterok: a dependent finds the manifest however slow the GFS is to take it' '
+    pid=$(cat $CLUSTER/state/n1/tierd.pid) &&
+    { strace -f -qq -o /dev/null -p $pid -e trace=rename,renameat,renameat2 \
+        -e inject=rename,renameat,renameat2:delay_enter=4000000 \
+        -P outputs-n1.json & } && st=$! &&
+    wait_for 10 grep -q "^TracerPid:[[:space:]]*$st\$" /proc/$pid/status &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-out=$OUT -o /dev/null \
+        --wrap "echo m > $OUT/m.txt") &&
+    dep=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-cache=off --dependency=afterok:$id \
+        -o $H/m.out --wrap "cat $GFS/.tier/users/alice/jobs/$id.0/outputs-n1.json") &&
+    { wait_for 60 job_done $dep; rc=$?; kill $st; wait $st; test $rc = 0; } &&
+    cat $H/m.out && test "$(job_state $dep)" = COMPLETED && grep -q "m.txt" $H/m.out
 '
 test_expect_success 'outputs written on the second node of a task reached the GFS too' '
     for i in 1 2 3 4 5 6; do
