@@ -152,6 +152,8 @@ struct mfile {
     int64_t backoff_ms;
     int state;                  /* 'D' done, 'F' failed, 'C' conflict, 'P' */
     bool cleaned;               /* a dead migrator's temporaries gone */
+    bool failing;               /* a failure reported since the last
+                                 * success (retries are not counted) */
     struct mfile *next;
 };
 
@@ -182,6 +184,14 @@ static int64_t mono_ms (void)
 
     clock_gettime (CLOCK_MONOTONIC, &ts);
     return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_us (void)
+{
+    struct timespec ts;
+
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* One report line, written whole (PIPE_BUF atomic). */
@@ -376,7 +386,9 @@ static void fail (struct migrator *m, struct mfile *f, int err,
     f->due_ms = mono_ms () + f->backoff_ms;
     f->state = 'F';
     esc (f->rel, e, sizeof (e));
-    report (m, "F %d %d %s %s", f->k, err, e, text);
+    /* first: a failure to count; a retry failing again is not */
+    report (m, "F %d %d %d %s %s", f->k, err, f->failing ? 0 : 1, e, text);
+    f->failing = true;
 }
 
 /* After a migrator died mid-copy, its temporary may be left beside the
@@ -406,6 +418,25 @@ static void clean_temps (int pfd, const char *base)
     closedir (d);
 }
 
+/* D: published.  us: how long hashing and copying took; first: the
+ * name was not published before (a file migrated again after it was
+ * reopened is not a new output). */
+static void report_done (struct migrator *m, struct mfile *f,
+                         const struct stat *st, const char *hex, int64_t us,
+                         bool first)
+{
+    char e[PATH_MAX * 3];
+
+    esc (f->rel, e, sizeof (e));
+    report (m, "D %d %lld %s %d %lu %lld %lld.%09ld %lld.%09ld %lld %d %s",
+            f->k, (long long) st->st_size, hex, f->ours ? 1 : 0,
+            (unsigned long) f->gfs.ino, (long long) f->gfs.size,
+            (long long) f->gfs.mtime.tv_sec, f->gfs.mtime.tv_nsec,
+            (long long) f->gfs.ctime.tv_sec, f->gfs.ctime.tv_nsec,
+            (long long) (us > 0 ? us : 0), first ? 1 : 0, e);
+    f->failing = false;
+}
+
 /* Migrate one file of the upper to the GFS. */
 static void migrate_one (struct migrator *m, struct mfile *f)
 {
@@ -417,7 +448,8 @@ static void migrate_one (struct migrator *m, struct mfile *f)
     struct stat st, gst;
     tier_error_t err;
     int src, pfd, rc;
-    bool exists;
+    int64_t t0;
+    bool exists, first;
 
     f->due_ms = 0;
     esc (f->rel, e, sizeof (e));
@@ -488,6 +520,7 @@ static void migrate_one (struct migrator *m, struct mfile *f)
         clean_temps (pfd, base);
         f->cleaned = true;
     }
+    t0 = mono_us ();
     if (sha256_fd (src, hex) < 0) {
         fail (m, f, errno, strerror (errno));
         close (pfd);
@@ -514,14 +547,11 @@ static void migrate_one (struct migrator *m, struct mfile *f)
     if (fstatat (pfd, base, &gst, AT_SYMLINK_NOFOLLOW) == 0)
         ident_set (&f->gfs, &gst);
     ident_set (&f->src, &st);
+    first = !f->published;
     f->published = true;
     f->state = 'D';
     f->backoff_ms = 0;
-    report (m, "D %d %lld %s %d %lu %lld %lld.%09ld %lld.%09ld %s", f->k,
-            (long long) st.st_size, hex, f->ours ? 1 : 0,
-            (unsigned long) f->gfs.ino, (long long) f->gfs.size,
-            (long long) f->gfs.mtime.tv_sec, f->gfs.mtime.tv_nsec,
-            (long long) f->gfs.ctime.tv_sec, f->gfs.ctime.tv_nsec, e);
+    report_done (m, f, &st, hex, mono_us () - t0, first);
     close (pfd);
     close (src);
 }
@@ -803,6 +833,7 @@ struct mig {
     int cmd;                    /* the migrator's stdin */
     unsigned seq_sent, seq_done;
     int pending, failed, conflicts;
+    uint64_t out_us;            /* migration time not yet in stage_out_ms */
     bool ended;                 /* the job ended: remove when done */
     pid_t manifest_pid;         /* the manifest's writer in flight, or 0 */
     bool manifest_done;         /* the final manifest is written (or the
@@ -1453,13 +1484,14 @@ static void on_result (struct agent *a, char *line)
             tier_log (LOG_ERR, "job %u: migrator: %s", job_id, line);
             break;
         case 'D': {
-            int k, ours;
-            long long size, gsize;
+            int k, ours, first;
+            long long size, gsize, us;
             unsigned long ino;
             char sha[80], gm[48], gc[48], rel[PATH_MAX * 3], raw[PATH_MAX];
-            if (sscanf (line, "%d %lld %79s %d %lu %lld %47s %47s %s", &k, &size,
-                        sha, &ours, &ino, &gsize, gm, gc, rel) != 9
-                || unesc (rel, raw, sizeof (raw)) < 0)
+            if (sscanf (line, "%d %lld %79s %d %lu %lld %47s %47s %lld %d %s",
+                        &k, &size, sha, &ours, &ino, &gsize, gm, gc, &us,
+                        &first, rel) != 11
+                || unesc (rel, raw, sizeof (raw)) < 0 || us < 0)
                 break;
             record (a, g, k, raw, json_pack (
                 "{s:s s:i s:I s:s s:b s:I s:I s:s s:s s:s s:I}",
@@ -1469,8 +1501,15 @@ static void on_result (struct agent *a, char *line)
                 "gfs_ctime", gc, "mtime", gm, "time",
                 (json_int_t) time (NULL)));
             if (have_job) {
+                /* files: outputs, each once; bytes and time: every
+                 * migration (whole milliseconds, the rest carried) */
+                g->out_us += (uint64_t) us;
+                if (first)
+                    ctr_add (a, &job, TIER_ROLE_ENDPOINT,
+                             TIER_CTR_STAGE_OUT_FILES, 1);
                 ctr_add (a, &job, TIER_ROLE_ENDPOINT,
-                         TIER_CTR_STAGE_OUT_FILES, 1);
+                         TIER_CTR_STAGE_OUT_MS, g->out_us / 1000);
+                g->out_us %= 1000;
                 ctr_add (a, &job, TIER_ROLE_ENDPOINT,
                          TIER_CTR_STAGE_OUT_BYTES, (uint64_t) size);
                 ctr_add (a, &job, TIER_ROLE_ENDPOINT,
@@ -1479,12 +1518,15 @@ static void on_result (struct agent *a, char *line)
             break;
         }
         case 'F': {
-            int k, err;
+            int k, err, first;
             char rel[PATH_MAX * 3], raw[PATH_MAX];
             int n = 0;
-            if (sscanf (line, "%d %d %s %n", &k, &err, rel, &n) < 3
+            if (sscanf (line, "%d %d %d %s %n", &k, &err, &first, rel,
+                        &n) < 4
                 || unesc (rel, raw, sizeof (raw)) < 0)
                 break;
+            if (have_job && first)
+                ctr_add (a, &job, TIER_ROLE_ENDPOINT, TIER_CTR_FAILURES, 1);
             record (a, g, k, raw, json_pack ("{s:s s:i s:i s:s s:I}",
                                              "state", "failed", "k", k,
                                              "errno", err, "error", line + n,
