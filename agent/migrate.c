@@ -418,6 +418,38 @@ static void clean_temps (int pfd, const char *base)
     closedir (d);
 }
 
+/* A resumed migrator finds a GFS file it has no record of, changed
+ * during the job: is it the copy that an earlier migrator of this job
+ * published, whose report died with the agent?  Yes if it is the cached
+ * file to the byte: same size, same mtime (the copy keeps it; a GFS that
+ * keeps whole seconds only is allowed for) and same SHA-256 (hex, of
+ * the cached file, is filled in).
+ */
+static bool gfs_is_ours (int pfd, const char *base, int src,
+                         const struct stat *st, const struct stat *gst,
+                         char hex[65])
+{
+    struct stat g2;
+    char ghex[65];
+    bool ok;
+    int fd;
+
+    if (!S_ISREG (gst->st_mode) || gst->st_size != st->st_size
+        || gst->st_mtim.tv_sec != st->st_mtim.tv_sec
+        || (gst->st_mtim.tv_nsec != st->st_mtim.tv_nsec
+            && gst->st_mtim.tv_nsec != 0))
+        return false;
+    if ((fd = openat (pfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK
+                      | O_CLOEXEC)) < 0)
+        return false;
+    ok = fstat (fd, &g2) == 0 && S_ISREG (g2.st_mode)
+         && g2.st_ino == gst->st_ino && g2.st_size == gst->st_size
+         && sha256_fd (src, hex) == 0 && sha256_fd (fd, ghex) == 0
+         && !strcmp (hex, ghex);
+    close (fd);
+    return ok;
+}
+
 /* D: published.  us: how long hashing and copying took; first: the
  * name was not published before (a file migrated again after it was
  * reopened is not a new output). */
@@ -484,6 +516,22 @@ static void migrate_one (struct migrator *m, struct mfile *f)
         return;
     }
     exists = fstatat (pfd, base, &gst, AT_SYMLINK_NOFOLLOW) == 0;
+    if (exists && !f->published && m->resumed
+        && gst.st_ctim.tv_sec >= m->job_start
+        && gfs_is_ours (pfd, base, src, &st, &gst, hex)) {
+        /* ours: recorded now, not copied again (and never taken off the
+         * GFS again: it may have replaced a file older than the job) */
+        ident_set (&f->gfs, &gst);
+        ident_set (&f->src, &st);
+        f->published = true;
+        f->ours = false;
+        f->state = 'D';
+        f->backoff_ms = 0;
+        report_done (m, f, &st, hex, 0, true);
+        close (pfd);
+        close (src);
+        return;
+    }
     if (exists && !(f->published && ident_eq (&f->gfs, &gst))
         && gst.st_ctim.tv_sec >= m->job_start) {
         /* somebody else wrote it during the job: never overwrite, never
@@ -759,10 +807,12 @@ struct mspec {
 };
 
 /* The migrator process: root until the directories are open, then the
- * user's for good.
+ * user's for good.  It dies with the agent (parent: the agent's pid):
+ * a migrator left behind would go on publishing beside the restarted
+ * agent's, and see the new one's copies as somebody else's.
  */
 static void migrator_main (struct agent *a, const struct mspec *s,
-                           int in, int out)
+                           int in, int out, pid_t parent)
 {
     struct migrator m = { .job_id = s->job_id, .restart = s->restart,
                           .job_start = s->job_start, .in = in, .out = out };
@@ -797,6 +847,10 @@ static void migrator_main (struct agent *a, const struct mspec *s,
         report (&m, "E cannot take uid %u", (unsigned) s->uid);
         _exit (1);
     }
+    /* a change of credentials clears the parent-death signal: again */
+    (void) prctl (PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid () != parent)
+        _exit (0);
     for (int k = 0; k < m.ndirs; k++) {
         const char *root = NULL;
         int rootfd;
@@ -1110,7 +1164,7 @@ static int known_cb (const char *key, const void *val, size_t len, void *arg)
 static int mig_spawn (struct agent *a, struct mig *g)
 {
     int cmd[2];
-    pid_t pid;
+    pid_t pid, parent = getpid ();
     struct known_ctx kc = { .g = g };
     tier_error_t e;
 
@@ -1130,7 +1184,7 @@ static int mig_spawn (struct agent *a, struct mig *g)
         if (hi > lo + 1)
             (void) close_range ((unsigned) lo + 1, (unsigned) hi - 1, 0);
         (void) close_range ((unsigned) hi + 1, ~0U, 0);
-        migrator_main (a, &g->spec, cmd[0], results_wfd);
+        migrator_main (a, &g->spec, cmd[0], results_wfd, parent);
     }
     close (cmd[0]);
     g->cmd = cmd[1];

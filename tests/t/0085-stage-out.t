@@ -206,17 +206,28 @@ test_expect_success 'bob cannot read, flush or wait for alice'"'"'s outputs' '
     ! (cd $GFS/home/bob && as_user bob $TIERCTL -N n1 outputs --job $id) 2>$TRASH/b1 &&
     grep -q "belongs to another user" $TRASH/b1
 '
+published_k () { test "$(ls $OUT | grep -c "^k[1-4]\.bin$")" -gt "$1"; }
+# The agent is stopped first: the migrator goes on publishing, and its
+# reports wait in the pipe, to be lost with the agent; the restarted one
+# finds outputs on the GFS it has no record of.
 test_expect_success 'kill -9 of the agent with migrations pending: after restart every output arrives, once' '
+    gfsemu_reset "$GFS" &&
     id=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-stage-out=$OUT -o /dev/null \
         --wrap "for f in 1 2 3 4; do head -c 32M /dev/urandom > $OUT/k\$f.bin; done; sha256sum $OUT/k?.bin > $H/k.sum") &&
     wait_for 60 test -s $H/k.sum &&
-    pid=$(cat $CLUSTER/state/n2/tierd.pid) && kill -9 $pid &&
+    pid=$(cat $CLUSTER/state/n2/tierd.pid) && kill -STOP $pid &&
+    n0=$(ls $OUT | grep -c "^k[1-4]\.bin$"; true) && echo "$n0 published before the stop" && test "$n0" -lt 4 &&
+    wait_for 60 published_k $n0 && kill -9 $pid &&
     wait_for 120 job_done $id && test "$(job_state $id)" = COMPLETED &&
     wait_for 60 outbox_empty n2 &&
     (cd / && sha256sum -c --quiet $H/k.sum) &&
     grep -q "job $id: resuming its outputs" $CLUSTER/log/tierd-n2.log &&
     test "$(ls $OUT | grep -c "^k[1-4].bin$")" = 4 &&
-    find $OUT -name ".*.part" >$TRASH/parts && cat $TRASH/parts && test ! -s $TRASH/parts
+    find $OUT -name ".*.part" >$TRASH/parts && cat $TRASH/parts && test ! -s $TRASH/parts &&
+    { find $OUT/.tier-conflicts/$id 2>/dev/null; true; } >$TRASH/kc && cat $TRASH/kc && test ! -s $TRASH/kc &&
+    w=$(gfsemu_stats "$GFS" | awk "\$1 == \"file.write_bytes\" && \$3 ~ /results\/(\.tier-conflicts\/.*\/)?\.?k[1-4]\.bin/ { s += \$2 } END { print s + 0 }") &&
+    echo "written to the GFS for k1..k4: $w" &&
+    test "$w" -ge $((4 * 32 << 20)) && test "$w" -lt $((5 * 32 << 20))
 '
 test_expect_success 'no node was drained' 'no_drain'
 test_done
