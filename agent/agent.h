@@ -163,7 +163,9 @@ void migrate_job_end (struct agent *a, const struct store_job *job);
 void migrate_conn_gone (struct agent *a, struct conn *c);
 bool migrate_child (struct agent *a, pid_t pid, int status);
 void migrate_tick (struct agent *a);
-json_t *migrate_status_json (struct agent *a);
+/* the node's migrations; failed files only of uid's jobs (all for root
+ * and SlurmUser) */
+json_t *migrate_status_json (struct agent *a, uid_t uid);
 /* set the endpoint role's migrations_pending/failed of c to what this
  * node's migrators hold now for batch */
 void migrate_gauges (struct agent *a, uint32_t batch,

@@ -1314,6 +1314,38 @@ static int manifest_start (struct agent *a, struct mig *g)
 
 /* ------------------------------------------------------------ results */
 
+#define STATUS_FAILURES_MAX 5
+
+struct fail_ctx {
+    const struct mig *g;
+    size_t max;
+    json_t *arr;
+};
+
+/* The first few (max) failed outputs of one job, with their reasons. */
+static int fail_cb (const char *key, const void *val, size_t len, void *arg)
+{
+    struct fail_ctx *fc = arg;
+    const char *st = NULL, *path = NULL, *why = NULL;
+    char prefix[64];
+    json_error_t jerr;
+    json_t *o;
+
+    (void) snprintf (prefix, sizeof (prefix), "%u.%u/", fc->g->job_id,
+                     fc->g->restart);
+    if (strncmp (key, prefix, strlen (prefix))
+        || json_array_size (fc->arr) >= fc->max
+        || !(o = json_loadb (val, len, 0, &jerr)))
+        return 0;
+    if (json_unpack (o, "{s:s s?s s?s}", "state", &st, "path", &path,
+                     "error", &why) == 0
+        && !strcmp (st, "failed") && path)
+        json_array_append_new (fc->arr, json_pack ("{s:s s:s}", "path", path,
+                                                   "error", why ? why : ""));
+    json_decref (o);
+    return 0;
+}
+
 static void answer (struct agent *a, struct mig *g, struct waiter_m *w,
                     bool timed_out)
 {
@@ -1985,19 +2017,33 @@ void migrate_conn_gone (struct agent *a, struct conn *c)
     }
 }
 
-json_t *migrate_status_json (struct agent *a)
+/* The node's migrations; the files that failed (and why) only of the
+ * caller's own jobs (all of them for root and SlurmUser).
+ */
+json_t *migrate_status_json (struct agent *a, uid_t uid)
 {
     json_t *arr = json_array ();
     int pending = 0, failed = 0, conflicts = 0;
 
     for (struct mig *g = migs; g && arr; g = g->next) {
+        json_t *o;
         pending += g->pending;
         failed += g->failed;
         conflicts += g->conflicts;
-        json_array_append_new (arr, json_pack (
-            "{s:I s:i s:i s:i s:b s:i}", "job_id", (json_int_t) g->job_id,
-            "pending", g->pending, "failed", g->failed, "conflicts",
-            g->conflicts, "ended", g->ended, "migrator", (int) g->pid));
+        o = json_pack ("{s:I s:i s:i s:i s:b s:i}", "job_id",
+                       (json_int_t) g->job_id, "pending", g->pending,
+                       "failed", g->failed, "conflicts", g->conflicts,
+                       "ended", g->ended, "migrator", (int) g->pid);
+        if (o && g->failed && (g->uid == uid || agent_privileged (a, uid))) {
+            struct fail_ctx fc = { .g = g, .max = STATUS_FAILURES_MAX,
+                                   .arr = json_array () };
+            tier_error_t e;
+            if (fc.arr)
+                (void) store_output_foreach (a->store, fail_cb, &fc, &e);
+            json_object_set_new (o, "failures", fc.arr ? fc.arr
+                                                       : json_array ());
+        }
+        json_array_append_new (arr, o);
     }
     return json_pack ("{s:i s:i s:i s:o}", "pending", pending, "failed",
                       failed, "conflicts", conflicts, "jobs",

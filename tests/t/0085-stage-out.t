@@ -184,9 +184,22 @@ test_expect_success 'an unwritable GFS directory: the outputs are kept, not on t
     scontrol show job $id | grep -q "AdminComment=tier: on node n3, 1 output file(s) not on the GFS" &&
     (cd $H && as_user alice $TIERCTL -N n3 outputs --job $id) >$TRASH/ro && cat $TRASH/ro &&
     grep -q "^failed .*data.bin .*Permission denied" $TRASH/ro &&
-    (cd $H && as_user alice $TIERCTL -N n3 status --json) | python3 -c "
-import json,sys; m=json.load(sys.stdin)[\"migrations\"]; assert m[\"failed\"] >= 1, m" &&
     grep -q "ro/data.bin did not reach the GFS: .*Permission denied" $CLUSTER/log/tierd-n3.log
+'
+test_expect_success 'tierctl status shows the agent and the failed migration, with file and reason' '
+    id=$(cat $TRASH/ro.id) && v=$($CLUSTER/lib/tierd --version | cut -d" " -f2) &&
+    (cd $H && as_user alice $TIERCTL -N n3 status) >$TRASH/rost && cat $TRASH/rost &&
+    grep -q "^node n3: tierd $v, pid [1-9][0-9]*, up [0-9]*s, tier enabled$" $TRASH/rost &&
+    grep -q "^migrations: [0-9]* pending, [1-9][0-9]* failed, [0-9]* in conflict$" $TRASH/rost &&
+    grep -q "^  job $id (ended): 0 pending, 1 failed, 0 in conflict$" $TRASH/rost &&
+    grep -q "^    failed: $H/ro/data.bin: .*Permission denied" $TRASH/rost &&
+    (cd $H && as_user alice $TIERCTL -N n3 status --json) | python3 -c "
+import json,sys; m=json.load(sys.stdin)[\"migrations\"]; assert m[\"failed\"] >= 1, m"
+'
+test_expect_success 'bob sees the counts of alice'"'"'s migrations, not her file names' '
+    id=$(cat $TRASH/ro.id) &&
+    (cd $GFS/home/bob && as_user bob $TIERCTL -N n3 status) >$TRASH/bst && cat $TRASH/bst &&
+    grep -q "^  job $id (ended): 0 pending, 1 failed" $TRASH/bst && ! grep -q "data.bin" $TRASH/bst
 '
 ro_done () { job_stats_final $1 && test "$(endpoint_ctr stage_out_files)" = 1; }
 test_expect_success 'once writable, flush completes them; a failed migration counts once however often retried' '
