@@ -1353,8 +1353,23 @@ static void answer (struct agent *a, struct mig *g, struct waiter_m *w,
                            (json_int_t) g->job_id, "pending", g->pending,
                            "failed", g->failed, "conflicts", g->conflicts,
                            "timed_out", timed_out);
-    char *s = o ? json_dumps (o, JSON_COMPACT) : NULL;
+    char *s;
 
+    if (o && g->failed) {
+        /* the first file that failed, and why: for the job's stderr and
+         * its record */
+        struct fail_ctx fc = { .g = g, .max = 1, .arr = json_array () };
+        tier_error_t e;
+        json_t *f;
+        if (fc.arr)
+            (void) store_output_foreach (a->store, fail_cb, &fc, &e);
+        if ((f = json_array_get (fc.arr, 0))) {
+            json_object_set (o, "first_path", json_object_get (f, "path"));
+            json_object_set (o, "first_error", json_object_get (f, "error"));
+        }
+        json_decref (fc.arr);
+    }
+    s = o ? json_dumps (o, JSON_COMPACT) : NULL;
     json_decref (o);
     w->c->waiting--;
     server_reply (a, w->c, w->msgid, s);

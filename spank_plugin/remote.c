@@ -539,8 +539,9 @@ static void stage_out_step_end (spank_t sp)
         slurm_spank_log ("tier: warning: %d output file(s) could not be "
                          "written to the GFS yet (%d in conflict with another "
                          "writer): they are kept and retried; see tierctl "
-                         "outputs --job %u", left.failed + left.conflicts,
-                         left.conflicts, tier.job_id);
+                         "outputs --job %u%s%s", left.failed + left.conflicts,
+                         left.conflicts, tier.job_id,
+                         left.first[0] ? "; first: " : "", left.first);
         /* the job record says so too, while the job is still running
          * (slurmctld refuses updates once it has finished) */
         tier_admin_comment (tier.job_id, tier.conf->node, &left);

@@ -63,6 +63,9 @@ int tier_stageout_start (const struct tier_conf *conf, uint32_t job_id,
 struct tier_stageout_left {
     int pending, failed, conflicts;
     bool timed_out;
+    char first[320];            /* "PATH: REASON" of the first output that
+                                 * failed (cut, no control characters), or
+                                 * "" */
 };
 int tier_stageout_sync (const struct tier_conf *conf, uint32_t job_id,
                         int64_t timeout_ms, bool end,

@@ -132,6 +132,15 @@ test_expect_success 'migration starts at close: a file closed early is on the GF
     wait_for 30 test -s $OUT/early.txt && test "$(job_state $id)" = RUNNING &&
     test "$(cat $OUT/early.txt)" = early && touch $H/go && wait_for 60 job_done $id
 '
+test_expect_success 'tierctl wait --job returns once what the job wrote is on the GFS' '
+    id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-out=$OUT -o /dev/null \
+        --wrap "head -c 8M /dev/urandom > $OUT/w.bin; sha256sum < $OUT/w.bin > $H/w.sum; while [ ! -e $H/w.go ]; do sleep 0.2; done") &&
+    wait_for 30 test -s $H/w.sum &&
+    (cd $H && as_user alice $TIERCTL -N n1 wait --job $id) >$TRASH/w && cat $TRASH/w &&
+    grep -q "^job $id on node n1: every output is on the GFS$" $TRASH/w &&
+    test "$(sha256sum < $OUT/w.bin)" = "$(cat $H/w.sum)" && test "$(job_state $id)" = RUNNING &&
+    touch $H/w.go && wait_for 60 job_done $id
+'
 test_expect_success 'write then rename: only the final name reaches the GFS' '
     id=$(sbatch_wait alice -w n2 --tier-stage-out=$OUT -o /dev/null \
         --wrap "echo draft > $OUT/r.tmp; sleep 2; mv $OUT/r.tmp $OUT/r.txt; sleep 1") &&
@@ -180,8 +189,13 @@ test_expect_success 'an unwritable GFS directory: the outputs are kept, not on t
         --wrap "touch $H/ro.started; while [ ! -e $H/ro.go ]; do sleep 0.2; done; head -c 2M /dev/urandom > $H/ro/data.bin; sha256sum $H/ro/data.bin > $H/ro.sum; sleep 1") &&
     wait_for 30 test -e $H/ro.started && chmod 555 $GFS-backing/home/alice/ro && touch $H/ro.go &&
     wait_for 90 job_done $id && test "$(job_state $id)" = COMPLETED && echo $id >$TRASH/ro.id &&
-    test ! -e $H/ro/data.bin &&
-    scontrol show job $id | grep -q "AdminComment=tier: on node n3, 1 output file(s) not on the GFS" &&
+    test ! -e $H/ro/data.bin
+'
+test_expect_success 'the job'"'"'s stderr and its record name the file and the reason' '
+    id=$(cat $TRASH/ro.id) && cat $H/ro.err &&
+    grep -q "^tier: warning: 1 output file(s) could not be written to the GFS yet .*: $H/ro/data.bin: .*Permission denied" $H/ro.err &&
+    scontrol show job $id | grep AdminComment= &&
+    scontrol show job $id | grep -q "AdminComment=tier: on node n3, 1 output file(s) not on the GFS (1 failed, 0 in conflict): $H/ro/data.bin: .*Permission denied.*; kept and retried" &&
     (cd $H && as_user alice $TIERCTL -N n3 outputs --job $id) >$TRASH/ro && cat $TRASH/ro &&
     grep -q "^failed .*data.bin .*Permission denied" $TRASH/ro &&
     grep -q "ro/data.bin did not reach the GFS: .*Permission denied" $CLUSTER/log/tierd-n3.log
@@ -200,6 +214,11 @@ test_expect_success 'bob sees the counts of alice'"'"'s migrations, not her file
     id=$(cat $TRASH/ro.id) &&
     (cd $GFS/home/bob && as_user bob $TIERCTL -N n3 status) >$TRASH/bst && cat $TRASH/bst &&
     grep -q "^  job $id (ended): 0 pending, 1 failed" $TRASH/bst && ! grep -q "data.bin" $TRASH/bst
+'
+test_expect_success 'tierctl wait --timeout gives up on what cannot reach the GFS, and says so' '
+    id=$(cat $TRASH/ro.id) &&
+    ! (cd $H && as_user alice $TIERCTL -N n3 wait --job $id --timeout 1) >$TRASH/row &&
+    cat $TRASH/row && grep -q "^job $id on node n3: 1 output file(s) not on the GFS yet (1 failed" $TRASH/row
 '
 ro_done () { job_stats_final $1 && test "$(endpoint_ctr stage_out_files)" = 1; }
 test_expect_success 'once writable, flush completes them; a failed migration counts once however often retried' '
