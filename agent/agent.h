@@ -112,6 +112,7 @@ json_t *ctr_to_json (const struct tier_counters *c);
 
 /* stats.c: per-batch snapshots for tierctl stats, node metrics */
 void stats_tick (struct agent *a, bool force);
+bool stats_child (struct agent *a, pid_t pid, int status);  /* reaped */
 
 /* stage.c: stage-in */
 json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
