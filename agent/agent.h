@@ -112,6 +112,7 @@ json_t *ctr_to_json (const struct tier_counters *c);
 
 /* stats.c: per-batch snapshots for tierctl stats, node metrics */
 void stats_tick (struct agent *a, bool force);
+bool stats_child (struct agent *a, pid_t pid, int status);  /* reaped */
 
 /* stage.c: stage-in */
 json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
@@ -163,7 +164,9 @@ void migrate_job_end (struct agent *a, const struct store_job *job);
 void migrate_conn_gone (struct agent *a, struct conn *c);
 bool migrate_child (struct agent *a, pid_t pid, int status);
 void migrate_tick (struct agent *a);
-json_t *migrate_status_json (struct agent *a);
+/* the node's migrations; failed files only of uid's jobs (all for root
+ * and SlurmUser) */
+json_t *migrate_status_json (struct agent *a, uid_t uid);
 /* set the endpoint role's migrations_pending/failed of c to what this
  * node's migrators hold now for batch */
 void migrate_gauges (struct agent *a, uint32_t batch,

@@ -152,6 +152,8 @@ struct mfile {
     int64_t backoff_ms;
     int state;                  /* 'D' done, 'F' failed, 'C' conflict, 'P' */
     bool cleaned;               /* a dead migrator's temporaries gone */
+    bool failing;               /* a failure reported since the last
+                                 * success (retries are not counted) */
     struct mfile *next;
 };
 
@@ -182,6 +184,14 @@ static int64_t mono_ms (void)
 
     clock_gettime (CLOCK_MONOTONIC, &ts);
     return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_us (void)
+{
+    struct timespec ts;
+
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* One report line, written whole (PIPE_BUF atomic). */
@@ -376,7 +386,9 @@ static void fail (struct migrator *m, struct mfile *f, int err,
     f->due_ms = mono_ms () + f->backoff_ms;
     f->state = 'F';
     esc (f->rel, e, sizeof (e));
-    report (m, "F %d %d %s %s", f->k, err, e, text);
+    /* first: a failure to count; a retry failing again is not */
+    report (m, "F %d %d %d %s %s", f->k, err, f->failing ? 0 : 1, e, text);
+    f->failing = true;
 }
 
 /* After a migrator died mid-copy, its temporary may be left beside the
@@ -406,6 +418,57 @@ static void clean_temps (int pfd, const char *base)
     closedir (d);
 }
 
+/* A resumed migrator finds a GFS file it has no record of, changed
+ * during the job: is it the copy that an earlier migrator of this job
+ * published, whose report died with the agent?  Yes if it is the cached
+ * file to the byte: same size, same mtime (the copy keeps it; a GFS that
+ * keeps whole seconds only is allowed for) and same SHA-256 (hex, of
+ * the cached file, is filled in).
+ */
+static bool gfs_is_ours (int pfd, const char *base, int src,
+                         const struct stat *st, const struct stat *gst,
+                         char hex[65])
+{
+    struct stat g2;
+    char ghex[65];
+    bool ok;
+    int fd;
+
+    if (!S_ISREG (gst->st_mode) || gst->st_size != st->st_size
+        || gst->st_mtim.tv_sec != st->st_mtim.tv_sec
+        || (gst->st_mtim.tv_nsec != st->st_mtim.tv_nsec
+            && gst->st_mtim.tv_nsec != 0))
+        return false;
+    if ((fd = openat (pfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK
+                      | O_CLOEXEC)) < 0)
+        return false;
+    ok = fstat (fd, &g2) == 0 && S_ISREG (g2.st_mode)
+         && g2.st_ino == gst->st_ino && g2.st_size == gst->st_size
+         && sha256_fd (src, hex) == 0 && sha256_fd (fd, ghex) == 0
+         && !strcmp (hex, ghex);
+    close (fd);
+    return ok;
+}
+
+/* D: published.  us: how long hashing and copying took; first: the
+ * name was not published before (a file migrated again after it was
+ * reopened is not a new output). */
+static void report_done (struct migrator *m, struct mfile *f,
+                         const struct stat *st, const char *hex, int64_t us,
+                         bool first)
+{
+    char e[PATH_MAX * 3];
+
+    esc (f->rel, e, sizeof (e));
+    report (m, "D %d %lld %s %d %lu %lld %lld.%09ld %lld.%09ld %lld %d %s",
+            f->k, (long long) st->st_size, hex, f->ours ? 1 : 0,
+            (unsigned long) f->gfs.ino, (long long) f->gfs.size,
+            (long long) f->gfs.mtime.tv_sec, f->gfs.mtime.tv_nsec,
+            (long long) f->gfs.ctime.tv_sec, f->gfs.ctime.tv_nsec,
+            (long long) (us > 0 ? us : 0), first ? 1 : 0, e);
+    f->failing = false;
+}
+
 /* Migrate one file of the upper to the GFS. */
 static void migrate_one (struct migrator *m, struct mfile *f)
 {
@@ -417,7 +480,8 @@ static void migrate_one (struct migrator *m, struct mfile *f)
     struct stat st, gst;
     tier_error_t err;
     int src, pfd, rc;
-    bool exists;
+    int64_t t0;
+    bool exists, first;
 
     f->due_ms = 0;
     esc (f->rel, e, sizeof (e));
@@ -452,6 +516,22 @@ static void migrate_one (struct migrator *m, struct mfile *f)
         return;
     }
     exists = fstatat (pfd, base, &gst, AT_SYMLINK_NOFOLLOW) == 0;
+    if (exists && !f->published && m->resumed
+        && gst.st_ctim.tv_sec >= m->job_start
+        && gfs_is_ours (pfd, base, src, &st, &gst, hex)) {
+        /* ours: recorded now, not copied again (and never taken off the
+         * GFS again: it may have replaced a file older than the job) */
+        ident_set (&f->gfs, &gst);
+        ident_set (&f->src, &st);
+        f->published = true;
+        f->ours = false;
+        f->state = 'D';
+        f->backoff_ms = 0;
+        report_done (m, f, &st, hex, 0, true);
+        close (pfd);
+        close (src);
+        return;
+    }
     if (exists && !(f->published && ident_eq (&f->gfs, &gst))
         && gst.st_ctim.tv_sec >= m->job_start) {
         /* somebody else wrote it during the job: never overwrite, never
@@ -488,6 +568,7 @@ static void migrate_one (struct migrator *m, struct mfile *f)
         clean_temps (pfd, base);
         f->cleaned = true;
     }
+    t0 = mono_us ();
     if (sha256_fd (src, hex) < 0) {
         fail (m, f, errno, strerror (errno));
         close (pfd);
@@ -514,14 +595,11 @@ static void migrate_one (struct migrator *m, struct mfile *f)
     if (fstatat (pfd, base, &gst, AT_SYMLINK_NOFOLLOW) == 0)
         ident_set (&f->gfs, &gst);
     ident_set (&f->src, &st);
+    first = !f->published;
     f->published = true;
     f->state = 'D';
     f->backoff_ms = 0;
-    report (m, "D %d %lld %s %d %lu %lld %lld.%09ld %lld.%09ld %s", f->k,
-            (long long) st.st_size, hex, f->ours ? 1 : 0,
-            (unsigned long) f->gfs.ino, (long long) f->gfs.size,
-            (long long) f->gfs.mtime.tv_sec, f->gfs.mtime.tv_nsec,
-            (long long) f->gfs.ctime.tv_sec, f->gfs.ctime.tv_nsec, e);
+    report_done (m, f, &st, hex, mono_us () - t0, first);
     close (pfd);
     close (src);
 }
@@ -729,10 +807,12 @@ struct mspec {
 };
 
 /* The migrator process: root until the directories are open, then the
- * user's for good.
+ * user's for good.  It dies with the agent (parent: the agent's pid):
+ * a migrator left behind would go on publishing beside the restarted
+ * agent's, and see the new one's copies as somebody else's.
  */
 static void migrator_main (struct agent *a, const struct mspec *s,
-                           int in, int out)
+                           int in, int out, pid_t parent)
 {
     struct migrator m = { .job_id = s->job_id, .restart = s->restart,
                           .job_start = s->job_start, .in = in, .out = out };
@@ -767,6 +847,10 @@ static void migrator_main (struct agent *a, const struct mspec *s,
         report (&m, "E cannot take uid %u", (unsigned) s->uid);
         _exit (1);
     }
+    /* a change of credentials clears the parent-death signal: again */
+    (void) prctl (PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid () != parent)
+        _exit (0);
     for (int k = 0; k < m.ndirs; k++) {
         const char *root = NULL;
         int rootfd;
@@ -803,7 +887,11 @@ struct mig {
     int cmd;                    /* the migrator's stdin */
     unsigned seq_sent, seq_done;
     int pending, failed, conflicts;
+    uint64_t out_us;            /* migration time not yet in stage_out_ms */
     bool ended;                 /* the job ended: remove when done */
+    pid_t manifest_pid;         /* the manifest's writer in flight, or 0 */
+    bool manifest_done;         /* the final manifest is written (or the
+                                 * attempt failed and was logged) */
     int64_t restart_after_ms;
     struct mspec spec;
     struct waiter_m {
@@ -1076,7 +1164,7 @@ static int known_cb (const char *key, const void *val, size_t len, void *arg)
 static int mig_spawn (struct agent *a, struct mig *g)
 {
     int cmd[2];
-    pid_t pid;
+    pid_t pid, parent = getpid ();
     struct known_ctx kc = { .g = g };
     tier_error_t e;
 
@@ -1096,7 +1184,7 @@ static int mig_spawn (struct agent *a, struct mig *g)
         if (hi > lo + 1)
             (void) close_range ((unsigned) lo + 1, (unsigned) hi - 1, 0);
         (void) close_range ((unsigned) hi + 1, ~0U, 0);
-        migrator_main (a, &g->spec, cmd[0], results_wfd);
+        migrator_main (a, &g->spec, cmd[0], results_wfd, parent);
     }
     close (cmd[0]);
     g->cmd = cmd[1];
@@ -1176,7 +1264,11 @@ static int list_cb (const char *key, const void *val, size_t len, void *arg)
     return 0;
 }
 
-static void write_manifest (struct agent *a, struct mig *g)
+/* Start writing the job's manifest, in a child with the user's
+ * credentials (the GFS may take its time: the loop does not wait for it;
+ * migrate_child reaps it).  -1 if it could not be started.
+ */
+static int manifest_start (struct agent *a, struct mig *g)
 {
     struct list_ctx lc = { .job_id = g->job_id, .restart = g->restart,
                            .g = g, .arr = json_array () };
@@ -1185,12 +1277,14 @@ static void write_manifest (struct agent *a, struct mig *g)
     json_t *o;
     char *text;
     pid_t pid;
-    int status = 0;
 
     if (!a->conf->shared_state_dir[0] || !lc.arr
         || store_job_get (a->store, g->job_id, g->restart, &job, &e) < 0) {
+        if (a->conf->shared_state_dir[0])
+            tier_log (LOG_WARNING, "job %u: no output manifest: %s",
+                      g->job_id, lc.arr ? e.text : "out of memory");
         json_decref (lc.arr);
-        return;
+        return -1;
     }
     (void) store_output_foreach (a->store, list_cb, &lc, &e);
     o = json_pack ("{s:i s:I s:I s:s s:I s:i s:i s:i s:i s:o}", "format", 1,
@@ -1201,22 +1295,56 @@ static void write_manifest (struct agent *a, struct mig *g)
                    "conflicts", lc.conflicts, "outputs", lc.arr);
     text = o ? json_dumps (o, JSON_INDENT (1) | JSON_SORT_KEYS) : NULL;
     json_decref (o);
-    if (!text)
-        return;
+    if (!text) {
+        tier_log (LOG_WARNING, "job %u: no output manifest: out of memory",
+                  g->job_id);
+        return -1;
+    }
     if ((pid = fork ()) == 0)
         _exit (manifest_as_user (a->conf->shared_state_dir, &job, a->node,
                                  text) < 0 ? 1 : 0);
     free (text);
-    if (pid > 0)
-        while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
-            ;
-    if (pid < 0 || !WIFEXITED (status) || WEXITSTATUS (status) != 0)
-        tier_log (LOG_WARNING, "job %u: the output manifest could not be "
-                  "written to %s/users/%s/jobs", g->job_id,
-                  a->conf->shared_state_dir, job.user);
+    if (pid < 0) {
+        tier_log_error ("job %u: the output manifest", g->job_id);
+        return -1;
+    }
+    g->manifest_pid = pid;
+    return 0;
 }
 
 /* ------------------------------------------------------------ results */
+
+#define STATUS_FAILURES_MAX 5
+
+struct fail_ctx {
+    const struct mig *g;
+    size_t max;
+    json_t *arr;
+};
+
+/* The first few (max) failed outputs of one job, with their reasons. */
+static int fail_cb (const char *key, const void *val, size_t len, void *arg)
+{
+    struct fail_ctx *fc = arg;
+    const char *st = NULL, *path = NULL, *why = NULL;
+    char prefix[64];
+    json_error_t jerr;
+    json_t *o;
+
+    (void) snprintf (prefix, sizeof (prefix), "%u.%u/", fc->g->job_id,
+                     fc->g->restart);
+    if (strncmp (key, prefix, strlen (prefix))
+        || json_array_size (fc->arr) >= fc->max
+        || !(o = json_loadb (val, len, 0, &jerr)))
+        return 0;
+    if (json_unpack (o, "{s:s s?s s?s}", "state", &st, "path", &path,
+                     "error", &why) == 0
+        && !strcmp (st, "failed") && path)
+        json_array_append_new (fc->arr, json_pack ("{s:s s:s}", "path", path,
+                                                   "error", why ? why : ""));
+    json_decref (o);
+    return 0;
+}
 
 static void answer (struct agent *a, struct mig *g, struct waiter_m *w,
                     bool timed_out)
@@ -1225,8 +1353,23 @@ static void answer (struct agent *a, struct mig *g, struct waiter_m *w,
                            (json_int_t) g->job_id, "pending", g->pending,
                            "failed", g->failed, "conflicts", g->conflicts,
                            "timed_out", timed_out);
-    char *s = o ? json_dumps (o, JSON_COMPACT) : NULL;
+    char *s;
 
+    if (o && g->failed) {
+        /* the first file that failed, and why: for the job's stderr and
+         * its record */
+        struct fail_ctx fc = { .g = g, .max = 1, .arr = json_array () };
+        tier_error_t e;
+        json_t *f;
+        if (fc.arr)
+            (void) store_output_foreach (a->store, fail_cb, &fc, &e);
+        if ((f = json_array_get (fc.arr, 0))) {
+            json_object_set (o, "first_path", json_object_get (f, "path"));
+            json_object_set (o, "first_error", json_object_get (f, "error"));
+        }
+        json_decref (fc.arr);
+    }
+    s = o ? json_dumps (o, JSON_COMPACT) : NULL;
     json_decref (o);
     w->c->waiting--;
     server_reply (a, w->c, w->msgid, s);
@@ -1370,7 +1513,9 @@ static int outbox_missing (struct agent *a, struct mig *g, char *first,
 
 /* Settle waiters; a finished job whose outputs all reached the GFS (or
  * are in conflict, which retrying cannot change) is done: its manifest
- * is written, its migrator stopped and its outbox removed.
+ * is written -- before any waiter hears that everything arrived (the
+ * epilog is one: afterok dependents find the manifest) --, then its
+ * migrator is stopped and its outbox removed.
  */
 static void settle (struct agent *a, struct mig *g)
 {
@@ -1378,18 +1523,9 @@ static void settle (struct agent *a, struct mig *g)
     struct waiter_m **pp = &g->waiters;
     bool clean = g->pending == 0 && g->failed == 0 && g->seq_done
                  && g->seq_done == g->seq_sent;
+    bool ready;
 
-    while (*pp) {
-        struct waiter_m *w = *pp;
-        if ((clean && w->seq <= g->seq_done) || now >= w->deadline_ms) {
-            *pp = w->next;
-            answer (a, g, w, !clean);
-            free (w);
-        }
-        else
-            pp = &w->next;
-    }
-    if (g->ended && clean && !g->waiters) {
+    if (g->ended && clean && !g->manifest_done && !g->manifest_pid) {
         char first[PATH_MAX];
         int missing = outbox_missing (a, g, first, sizeof (first));
         if (missing) {
@@ -1399,9 +1535,23 @@ static void settle (struct agent *a, struct mig *g)
                       g->job_id, missing, first);
             g->seq_done = 0;
             (void) mig_send (g, "SYNC %u", ++g->seq_sent);
-            return;
+            clean = false;
         }
-        write_manifest (a, g);
+        else if (manifest_start (a, g) < 0)
+            g->manifest_done = true;    /* logged, or no SharedStateDir */
+    }
+    ready = clean && (!g->ended || g->manifest_done);
+    while (*pp) {
+        struct waiter_m *w = *pp;
+        if ((ready && w->seq <= g->seq_done) || now >= w->deadline_ms) {
+            *pp = w->next;
+            answer (a, g, w, !clean);
+            free (w);
+        }
+        else
+            pp = &w->next;
+    }
+    if (g->ended && ready && !g->waiters) {
         (void) mig_send (g, "QUIT");
         outbox_remove (a, g);
         tier_log (LOG_INFO, "job %u: every output is on the GFS (%d in "
@@ -1435,13 +1585,14 @@ static void on_result (struct agent *a, char *line)
             tier_log (LOG_ERR, "job %u: migrator: %s", job_id, line);
             break;
         case 'D': {
-            int k, ours;
-            long long size, gsize;
+            int k, ours, first;
+            long long size, gsize, us;
             unsigned long ino;
             char sha[80], gm[48], gc[48], rel[PATH_MAX * 3], raw[PATH_MAX];
-            if (sscanf (line, "%d %lld %79s %d %lu %lld %47s %47s %s", &k, &size,
-                        sha, &ours, &ino, &gsize, gm, gc, rel) != 9
-                || unesc (rel, raw, sizeof (raw)) < 0)
+            if (sscanf (line, "%d %lld %79s %d %lu %lld %47s %47s %lld %d %s",
+                        &k, &size, sha, &ours, &ino, &gsize, gm, gc, &us,
+                        &first, rel) != 11
+                || unesc (rel, raw, sizeof (raw)) < 0 || us < 0)
                 break;
             record (a, g, k, raw, json_pack (
                 "{s:s s:i s:I s:s s:b s:I s:I s:s s:s s:s s:I}",
@@ -1451,8 +1602,15 @@ static void on_result (struct agent *a, char *line)
                 "gfs_ctime", gc, "mtime", gm, "time",
                 (json_int_t) time (NULL)));
             if (have_job) {
+                /* files: outputs, each once; bytes and time: every
+                 * migration (whole milliseconds, the rest carried) */
+                g->out_us += (uint64_t) us;
+                if (first)
+                    ctr_add (a, &job, TIER_ROLE_ENDPOINT,
+                             TIER_CTR_STAGE_OUT_FILES, 1);
                 ctr_add (a, &job, TIER_ROLE_ENDPOINT,
-                         TIER_CTR_STAGE_OUT_FILES, 1);
+                         TIER_CTR_STAGE_OUT_MS, g->out_us / 1000);
+                g->out_us %= 1000;
                 ctr_add (a, &job, TIER_ROLE_ENDPOINT,
                          TIER_CTR_STAGE_OUT_BYTES, (uint64_t) size);
                 ctr_add (a, &job, TIER_ROLE_ENDPOINT,
@@ -1461,12 +1619,15 @@ static void on_result (struct agent *a, char *line)
             break;
         }
         case 'F': {
-            int k, err;
+            int k, err, first;
             char rel[PATH_MAX * 3], raw[PATH_MAX];
             int n = 0;
-            if (sscanf (line, "%d %d %s %n", &k, &err, rel, &n) < 3
+            if (sscanf (line, "%d %d %d %s %n", &k, &err, &first, rel,
+                        &n) < 4
                 || unesc (rel, raw, sizeof (raw)) < 0)
                 break;
+            if (have_job && first)
+                ctr_add (a, &job, TIER_ROLE_ENDPOINT, TIER_CTR_FAILURES, 1);
             record (a, g, k, raw, json_pack ("{s:s s:i s:i s:s s:I}",
                                              "state", "failed", "k", k,
                                              "errno", err, "error", line + n,
@@ -1560,7 +1721,21 @@ static unsigned sync_now (struct mig *g)
 bool migrate_child (struct agent *a, pid_t pid, int status)
 {
     for (struct mig *g = migs; g; g = g->next)
-        if (g->pid == pid) {
+        if (g->manifest_pid == pid) {
+            struct store_job job;
+            tier_error_t e;
+            g->manifest_pid = 0;
+            g->manifest_done = true;
+            if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+                tier_log (LOG_WARNING, "job %u: the output manifest could "
+                          "not be written to %s/users/%s/jobs", g->job_id,
+                          a->conf->shared_state_dir,
+                          store_job_get (a->store, g->job_id, g->restart,
+                                         &job, &e) == 0 ? job.user : "?");
+            settle (a, g);              /* may free g */
+            return true;
+        }
+        else if (g->pid == pid) {
             results_read (a);
             tier_log (LOG_WARNING, "job %u: the migrator ended (status %d); "
                       "restarting it", g->job_id, status);
@@ -1735,10 +1910,12 @@ static struct mig *mig_for_caller (struct agent *a, struct conn *c,
     return found;
 }
 
-/* job.stageout_sync {job_id, timeout_ms?, wait?}: publish what the
- * outputs hold now; with wait, answer once every output reached the GFS,
- * or when timeout_ms passed (the epilog's bound; tierctl wait and flush).
- * The job's owner, root and SlurmUser.
+/* job.stageout_sync {job_id, timeout_ms?, wait?, flush?, end?}: publish
+ * what the outputs hold now; with wait, answer once every output reached
+ * the GFS, or when timeout_ms passed (the epilog's bound; tierctl wait and
+ * flush).  With end (the epilog: root and SlurmUser only), the job has
+ * ended on this node: the answer also waits for its manifest.  The job's
+ * owner, root and SlurmUser.
  */
 json_t *op_job_stageout_sync (struct agent *a, struct conn *c, json_t *req,
                               tier_error_t *error)
@@ -1746,12 +1923,17 @@ json_t *op_job_stageout_sync (struct agent *a, struct conn *c, json_t *req,
     json_int_t timeout = 0;
     struct waiter_m *w;
     struct mig *g;
-    int wait = 1, flush = 0;
+    int wait = 1, flush = 0, end = 0;
 
     if (!(g = mig_for_caller (a, c, req, error)))
         return NULL;
-    (void) json_unpack (req, "{s?I s?b s?b}", "timeout_ms", &timeout, "wait",
-                        &wait, "flush", &flush);
+    (void) json_unpack (req, "{s?I s?b s?b s?b}", "timeout_ms", &timeout,
+                        "wait", &wait, "flush", &flush, "end", &end);
+    if (end && !agent_privileged (a, c->cred.uid)) {
+        errno = EPERM;
+        tier_errprintf (error, "only the epilog ends a job");
+        return NULL;
+    }
     if (!(w = calloc (1, sizeof (*w)))) {
         errno = ENOMEM;
         tier_errprintf (error, "out of memory");
@@ -1775,6 +1957,8 @@ json_t *op_job_stageout_sync (struct agent *a, struct conn *c, json_t *req,
     w->next = g->waiters;
     g->waiters = w;
     c->waiting++;
+    if (end)
+        g->ended = true;
     return RPC_DEFERRED;
 }
 
@@ -1848,19 +2032,33 @@ void migrate_conn_gone (struct agent *a, struct conn *c)
     }
 }
 
-json_t *migrate_status_json (struct agent *a)
+/* The node's migrations; the files that failed (and why) only of the
+ * caller's own jobs (all of them for root and SlurmUser).
+ */
+json_t *migrate_status_json (struct agent *a, uid_t uid)
 {
     json_t *arr = json_array ();
     int pending = 0, failed = 0, conflicts = 0;
 
     for (struct mig *g = migs; g && arr; g = g->next) {
+        json_t *o;
         pending += g->pending;
         failed += g->failed;
         conflicts += g->conflicts;
-        json_array_append_new (arr, json_pack (
-            "{s:I s:i s:i s:i s:b s:i}", "job_id", (json_int_t) g->job_id,
-            "pending", g->pending, "failed", g->failed, "conflicts",
-            g->conflicts, "ended", g->ended, "migrator", (int) g->pid));
+        o = json_pack ("{s:I s:i s:i s:i s:b s:i}", "job_id",
+                       (json_int_t) g->job_id, "pending", g->pending,
+                       "failed", g->failed, "conflicts", g->conflicts,
+                       "ended", g->ended, "migrator", (int) g->pid);
+        if (o && g->failed && (g->uid == uid || agent_privileged (a, uid))) {
+            struct fail_ctx fc = { .g = g, .max = STATUS_FAILURES_MAX,
+                                   .arr = json_array () };
+            tier_error_t e;
+            if (fc.arr)
+                (void) store_output_foreach (a->store, fail_cb, &fc, &e);
+            json_object_set_new (o, "failures", fc.arr ? fc.arr
+                                                       : json_array ());
+        }
+        json_array_append_new (arr, o);
     }
     return json_pack ("{s:i s:i s:i s:o}", "pending", pending, "failed",
                       failed, "conflicts", conflicts, "jobs",

@@ -665,7 +665,7 @@ static json_t *op_status (struct agent *a, struct conn *c, json_t *req,
 
     (void) store_job_foreach (a->store, count_cb, &cc, error);
     json_t *reps = replica_status_json (a);
-    json_t *migs = migrate_status_json (a);
+    json_t *migs = migrate_status_json (a, c->cred.uid);
 
     return json_pack ("{s:s s:s s:i s:I s:b s:o s:{s:i s:i} s:o s:o}",
                       "version", PACKAGE_VERSION,

@@ -133,6 +133,7 @@ int server_init (struct agent *a, tier_error_t *error)
     sigaddset (&mask, SIGTERM);
     sigaddset (&mask, SIGINT);
     sigaddset (&mask, SIGHUP);
+    sigaddset (&mask, SIGCHLD);
     sigprocmask (SIG_BLOCK, &mask, NULL);
     signal (SIGPIPE, SIG_IGN);
     if ((a->epfd = epoll_create1 (EPOLL_CLOEXEC)) < 0
@@ -372,12 +373,26 @@ static void do_accept (struct agent *a)
     }
 }
 
+/* Stagers, fetchers, migrators, publishers and other children that
+ * ended (on SIGCHLD, and every second in case one was missed). */
+static void reap_children (struct agent *a)
+{
+    pid_t pid;
+    int status;
+
+    while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
+        if (!replica_child (a, pid, status) && !migrate_child (a, pid, status))
+            (void) stats_child (a, pid, status);
+}
+
 static void do_signal (struct agent *a)
 {
     struct signalfd_siginfo si;
 
     while (read (a->sigfd, &si, sizeof (si)) == sizeof (si)) {
-        if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+        if (si.ssi_signo == SIGCHLD)
+            reap_children (a);
+        else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
             tier_log (LOG_NOTICE, "signal %d: stopping", (int) si.ssi_signo);
             a->stop = true;
         }
@@ -411,14 +426,7 @@ static void do_timer (struct agent *a)
 
     while (read (a->timerfd, &ticks, sizeof (ticks)) == sizeof (ticks))
         ;
-    /* stagers, fetchers and other children that ended */
-    {
-        pid_t pid;
-        int status;
-        while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
-            if (!replica_child (a, pid, status))
-                (void) migrate_child (a, pid, status);
-    }
+    reap_children (a);
     for (c = a->conns; c; c = next) {
         next = c->next;
         if (c->partial_ms && now - c->partial_ms > AGENT_MSG_TIMEOUT_MS) {

@@ -9,13 +9,15 @@
  *
  *     SharedStateDir/users/USER/stats/BATCH/NODE.json
  *
- * written atomically (a unique temporary, then rename) by a forked child
- * running with the user's credentials: the directory is the user's own
- * (0700), so only the owner and root can read it, and a root-squashing GFS
- * works as well.  tierctl aggregates the nodes' files.  There is no
- * central collector to run or to fail: each node writes one small file
- * per batch, the shared file system the site already has carries them,
- * and a reader opens as many files as the batch had nodes.
+ * written atomically (a unique temporary, fsync, then rename) by a forked
+ * child running with the user's credentials: the directory is the user's
+ * own (0700), so only the owner and root can read it, and a root-squashing
+ * GFS works as well.  The loop never waits for that child (it is reaped on
+ * SIGCHLD): a hung GFS delays the user's snapshots, not the agent.
+ * tierctl aggregates the nodes' files.  There is no central collector to
+ * run or to fail: each node writes one small file per batch, the shared
+ * file system the site already has carries them, and a reader opens as
+ * many files as the batch had nodes.
  *
  * The node's aggregates go to MetricsFile for node_exporter's textfile
  * collector: tier_* counters and gauges with no user, job or path label.
@@ -171,36 +173,93 @@ static int collect_cb (const struct store_job *j, void *arg)
     return 0;
 }
 
-/* In a forked child with the user's credentials: write text to
- * ROOT/users/USER/stats/BATCH/NODE.json, atomically.
- */
-static int publish_as_user (const char *root, const struct batch_info *b,
-                            const char *node, const char *text)
-{
-    char batch[32], name[96];
+/* ------------------------------------------------------- publishers */
 
-    if (setgroups (0, NULL) < 0 || setresgid (b->gid, b->gid, b->gid) < 0
-        || setresuid (b->uid, b->uid, b->uid) < 0)
-        return -1;
-    (void) snprintf (batch, sizeof (batch), "%u", b->batch);
-    (void) snprintf (name, sizeof (name), "%s.json", node);
-    return tier_state_publish (root, b->user, b->uid, "stats", batch, name,
-                               text);
+/* A user's snapshots are written by a child with the user's credentials
+ * (the GFS may take its time, or hang: the loop never waits for it).  At
+ * most one per user is in flight; while it is, the user's snapshots are
+ * not taken again (the next one after it has ended is complete anyway),
+ * and snapshots of batches past StatsRetention wait to be removed by the
+ * next child, after what the previous one wrote.
+ */
+struct upub {
+    uid_t uid;
+    gid_t gid;
+    char user[64];
+    pid_t pid;                  /* the child in flight, or 0 */
+    int64_t started_ms;
+    int64_t warned_ms;
+    uint32_t *gone;             /* batches whose snapshot is to go */
+    int ngone, cgone;
+    struct upub *next;
+};
+
+static struct upub *upubs;
+
+static struct upub *upub_get (uid_t uid, gid_t gid, const char *user)
+{
+    struct upub *u;
+
+    for (u = upubs; u; u = u->next)
+        if (u->uid == uid)
+            return u;
+    if (!(u = calloc (1, sizeof (*u))))
+        return NULL;
+    u->uid = uid;
+    u->gid = gid;
+    (void) snprintf (u->user, sizeof (u->user), "%s", user);
+    u->next = upubs;
+    upubs = u;
+    return u;
 }
 
-void stats_retention (struct agent *a);
+struct snap {
+    uint32_t batch;
+    char *text;
+};
 
-static void publish (struct agent *a, struct batch_info *b, int64_t now)
+/* In the child: the user's credentials for good, then each snapshot to
+ * ROOT/users/USER/stats/BATCH/NODE.json (atomically), then the snapshots
+ * of batches past retention away (and their directory once empty).
+ */
+static int publisher_main (const char *root, const struct upub *u,
+                           const char *node, const struct snap *snaps,
+                           int nsnaps)
+{
+    char batch[32], name[96], path[4096 + 256];
+    int rc = 0;
+
+    if (setgroups (0, NULL) < 0 || setresgid (u->gid, u->gid, u->gid) < 0
+        || setresuid (u->uid, u->uid, u->uid) < 0)
+        return -1;
+    (void) snprintf (name, sizeof (name), "%s.json", node);
+    for (int i = 0; i < nsnaps; i++) {
+        (void) snprintf (batch, sizeof (batch), "%u", snaps[i].batch);
+        if (tier_state_publish (root, u->user, u->uid, "stats", batch, name,
+                                snaps[i].text) < 0)
+            rc = -1;
+    }
+    for (int i = 0; i < u->ngone; i++) {
+        (void) snprintf (path, sizeof (path), "%s/users/%s/stats/%u/%s",
+                         root, u->user, u->gone[i], name);
+        (void) unlink (path);
+        (void) snprintf (path, sizeof (path), "%s/users/%s/stats/%u", root,
+                         u->user, u->gone[i]);
+        (void) rmdir (path);            /* when the last node is gone */
+    }
+    return rc;
+}
+
+/* The snapshot of batch b on this node (and a sample of its series). */
+static char *snapshot (struct agent *a, struct batch_info *b, int64_t now)
 {
     struct tier_counters ctr;
     struct series *s = series_get (b->batch);
     json_t *o;
     char *text;
-    pid_t pid;
-    int status;
 
     if (ctr_get (a, TIER_SCOPE_BATCH, b->batch, &ctr) < 0)
-        return;
+        return NULL;
     migrate_gauges (a, b->batch, &ctr);
     if (s && b->running)
         series_add (s, now, &ctr);
@@ -213,27 +272,94 @@ static void publish (struct agent *a, struct batch_info *b, int64_t now)
                    "running", b->running,
                    "interval_ms", (json_int_t) a->conf->stats_interval_ms);
     if (!o)
-        return;
+        return NULL;
     json_object_set_new (o, "counters", ctr_to_json (&ctr));
     json_object_set (o, "jobs", b->jobs);
     json_object_set_new (o, "series", series_json (s));
     text = json_dumps (o, JSON_COMPACT);
     json_decref (o);
-    if (!text)
-        return;
-    if ((pid = fork ()) == 0)
-        _exit (publish_as_user (a->conf->shared_state_dir, b, a->node, text)
-               < 0 ? 1 : 0);
-    free (text);
-    if (pid > 0) {
-        while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
-            ;
-        if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
-            tier_log (LOG_WARNING, "stats of batch %u for %s could not be "
-                      "published in %s/users/%s/stats", b->batch, b->user,
-                      a->conf->shared_state_dir, b->user);
-    }
+    return text;
 }
+
+static bool gone_has (const struct upub *u, uint32_t batch)
+{
+    for (int i = 0; i < u->ngone; i++)
+        if (u->gone[i] == batch)
+            return true;
+    return false;
+}
+
+/* Start the child of user u for the batches of list that are u's. */
+static void publish_user (struct agent *a, struct upub *u,
+                          struct batch_info *list, int64_t now)
+{
+    struct snap *snaps = NULL;
+    int nsnaps = 0, cap = 0;
+    pid_t pid;
+
+    if (u->pid > 0) {
+        int64_t ms = agent_now_ms ();
+        if (!u->warned_ms || ms - u->warned_ms >= 60000) {
+            tier_log (LOG_WARNING, "stats for %s not published: the "
+                      "previous publisher (pid %d) has been writing to %s "
+                      "for %lld s", u->user, (int) u->pid,
+                      a->conf->shared_state_dir,
+                      (long long) ((ms - u->started_ms) / 1000));
+            u->warned_ms = ms;
+        }
+        return;
+    }
+    for (struct batch_info *b = list; b; b = b->next) {
+        char *text;
+        if (b->uid != u->uid || gone_has (u, b->batch))
+            continue;
+        if (nsnaps == cap) {
+            int n = cap ? cap * 2 : 8;
+            struct snap *ns = realloc (snaps, (size_t) n * sizeof (*ns));
+            if (!ns)
+                break;
+            snaps = ns;
+            cap = n;
+        }
+        if ((text = snapshot (a, b, now))) {
+            snaps[nsnaps].batch = b->batch;
+            snaps[nsnaps++].text = text;
+        }
+    }
+    if (nsnaps == 0 && u->ngone == 0) {
+        free (snaps);
+        return;
+    }
+    if ((pid = fork ()) == 0)
+        _exit (publisher_main (a->conf->shared_state_dir, u, a->node, snaps,
+                               nsnaps) < 0 ? 1 : 0);
+    for (int i = 0; i < nsnaps; i++)
+        free (snaps[i].text);
+    free (snaps);
+    if (pid < 0) {
+        tier_log_error ("stats of %s: fork", u->user);
+        return;
+    }
+    u->pid = pid;
+    u->started_ms = agent_now_ms ();
+    u->ngone = 0;                       /* the child removes them */
+}
+
+bool stats_child (struct agent *a, pid_t pid, int status)
+{
+    for (struct upub *u = upubs; u; u = u->next)
+        if (u->pid == pid) {
+            u->pid = 0;
+            if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+                tier_log (LOG_WARNING, "stats of %s could not be published "
+                          "in %s/users/%s/stats", u->user,
+                          a->conf->shared_state_dir, u->user);
+            return true;
+        }
+    return false;
+}
+
+static void stats_retention (struct agent *a);
 
 /* node_exporter textfile: node aggregates only. */
 static void write_metrics (struct agent *a, int running)
@@ -327,17 +453,22 @@ void stats_tick (struct agent *a, bool force)
     (void) ctr_flush (a);
     if (store_job_foreach (a->store, collect_cb, &c, &error) < 0)
         return;
-    while (c.list) {
-        struct batch_info *b = c.list;
+    stats_retention (a);
+    for (struct batch_info *b = c.list; b; b = b->next) {
         running += b->running;
         if (a->conf->shared_state_dir[0])
-            publish (a, b, c.now);
+            (void) upub_get (b->uid, b->gid, b->user);
+    }
+    if (a->conf->shared_state_dir[0])
+        for (struct upub *u = upubs; u; u = u->next)
+            publish_user (a, u, c.list, c.now);
+    while (c.list) {
+        struct batch_info *b = c.list;
         c.list = b->next;
         json_decref (b->jobs);
         free (b);
     }
     write_metrics (a, running);
-    stats_retention (a);
 }
 
 /* Retention: jobs that ended more than StatsRetention ago leave the
@@ -385,24 +516,26 @@ static int has_cb (const struct store_job *j, void *arg)
     return 0;
 }
 
-static int unpublish_as_user (const char *root, const struct store_job *j,
-                              const char *node)
+/* The snapshot of j's batch on this node is to go, by the user's next
+ * publisher. */
+static void unpublish (const struct store_job *j)
 {
-    char path[4096 + 256];
+    struct upub *u = upub_get (j->uid, j->gid, j->user);
 
-    if (setgroups (0, NULL) < 0 || setresgid (j->gid, j->gid, j->gid) < 0
-        || setresuid (j->uid, j->uid, j->uid) < 0)
-        return -1;
-    (void) snprintf (path, sizeof (path), "%s/users/%s/stats/%u/%s.json",
-                     root, j->user, j->batch_id, node);
-    (void) unlink (path);
-    (void) snprintf (path, sizeof (path), "%s/users/%s/stats/%u", root,
-                     j->user, j->batch_id);
-    (void) rmdir (path);                /* when the last node is gone */
-    return 0;
+    if (!u || gone_has (u, j->batch_id))
+        return;
+    if (u->ngone == u->cgone) {
+        int n = u->cgone ? u->cgone * 2 : 8;
+        uint32_t *g = realloc (u->gone, (size_t) n * sizeof (*g));
+        if (!g)
+            return;
+        u->gone = g;
+        u->cgone = n;
+    }
+    u->gone[u->ngone++] = j->batch_id;
 }
 
-void stats_retention (struct agent *a)
+static void stats_retention (struct agent *a)
 {
     struct old_ctx oc = { .cutoff = time (NULL)
                                     - (int64_t) a->conf->stats_retention };
@@ -413,8 +546,6 @@ void stats_retention (struct agent *a)
     for (int i = 0; i < oc.n; i++) {
         struct store_job *j = &oc.jobs[i];
         struct has_ctx hc = { .batch = j->batch_id };
-        pid_t pid;
-        int status;
 
         (void) store_job_delete (a->store, j->job_id, j->restart, &error);
         (void) store_counters_delete (a->store, TIER_SCOPE_JOB,
@@ -427,14 +558,8 @@ void stats_retention (struct agent *a)
                                       &error);
         tier_log (LOG_INFO, "batch %u: past StatsRetention, removed",
                   j->batch_id);
-        if (!a->conf->shared_state_dir[0])
-            continue;
-        if ((pid = fork ()) == 0)
-            _exit (unpublish_as_user (a->conf->shared_state_dir, j, a->node)
-                   < 0 ? 1 : 0);
-        if (pid > 0)
-            while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
-                ;
+        if (a->conf->shared_state_dir[0])
+            unpublish (j);
     }
 out:
     free (oc.jobs);

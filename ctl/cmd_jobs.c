@@ -234,6 +234,38 @@ static void print_tier (const char *name, json_t *t)
                     json_object_get (t, "reserved")), a, sizeof (a)));
 }
 
+#define I(o, k) ((long long) json_integer_value (json_object_get ((o), (k))))
+
+/* What the node's migrators hold: per job, and for the caller's own jobs
+ * the files that failed, with the reason.
+ */
+static void print_migrations (json_t *m)
+{
+    json_t *jobs = json_object_get (m, "jobs"), *j;
+    size_t i;
+
+    printf ("migrations: %lld pending, %lld failed, %lld in conflict\n",
+            I (m, "pending"), I (m, "failed"), I (m, "conflicts"));
+    json_array_foreach (jobs, i, j) {
+        json_t *fails = json_object_get (j, "failures"), *f;
+        size_t n;
+        printf ("  job %lld (%s): %lld pending, %lld failed, %lld in "
+                "conflict\n", I (j, "job_id"),
+                json_is_true (json_object_get (j, "ended")) ? "ended"
+                                                            : "running",
+                I (j, "pending"), I (j, "failed"), I (j, "conflicts"));
+        json_array_foreach (fails, n, f)
+            printf ("    failed: %s: %s\n",
+                    json_string_value (json_object_get (f, "path")),
+                    json_string_value (json_object_get (f, "error")));
+        if (json_is_array (fails) && I (j, "failed") > (long long) n)
+            printf ("    ... %lld more: tierctl outputs --job %lld\n",
+                    I (j, "failed") - (long long) n, I (j, "job_id"));
+    }
+}
+
+#undef I
+
 int cmd_status (struct ctl *ctl, int argc, char **argv)
 {
     json_t *res, *tiers, *jobs;
@@ -292,6 +324,7 @@ int cmd_status (struct ctl *ctl, int argc, char **argv)
             (long long) json_integer_value (json_object_get (jobs, "running")),
             (long long) json_integer_value (json_object_get (jobs,
                                                              "registered")));
+    print_migrations (json_object_get (res, "migrations"));
     json_decref (res);
     return CTL_OK;
 }

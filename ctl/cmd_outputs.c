@@ -129,10 +129,17 @@ static int sync_cmd (struct ctl *ctl, const char *cmd, int argc,
                                                            "conflicts"));
     if (ctl->json)
         ctl_print_json (res);
-    else if (pending || failed)
+    else if (pending || failed) {
+        const char *fp = json_string_value (json_object_get (res,
+                                                             "first_path"));
+        const char *fe = json_string_value (json_object_get (res,
+                                                             "first_error"));
         printf ("job %ld on node %s: %d output file(s) not on the GFS yet "
                 "(%d failed, %d in conflict); see tierctl outputs --job %ld\n",
                 job, conf->node, pending + failed, failed, conflicts, job);
+        if (fp)
+            printf ("  first failed: %s: %s\n", fp, fe ? fe : "");
+    }
     else
         printf ("job %ld on node %s: every output is on the GFS%s\n", job,
                 conf->node, conflicts ? " (but some are in conflict: see "

@@ -596,7 +596,7 @@ static void stage_out_step_end (spank_t sp)
     batch = spank_get_item (sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS
             && step == BATCH_STEP;
     if (tier_stageout_sync (tier.conf, tier.job_id, batch ? 10000 : 0,
-                            &left, &error) < 0) {
+                            false, &left, &error) < 0) {
         slurm_error ("tier: job %u: stage-out: %s", tier.job_id, error.text);
         return;
     }
@@ -604,8 +604,9 @@ static void stage_out_step_end (spank_t sp)
         slurm_spank_log ("tier: warning: %d output file(s) could not be "
                          "written to the GFS yet (%d in conflict with another "
                          "writer): they are kept and retried; see tierctl "
-                         "outputs --job %u", left.failed + left.conflicts,
-                         left.conflicts, tier.job_id);
+                         "outputs --job %u%s%s", left.failed + left.conflicts,
+                         left.conflicts, tier.job_id,
+                         left.first[0] ? "; first: " : "", left.first);
         /* the job record says so too, while the job is still running
          * (slurmctld refuses updates once it has finished) */
         tier_admin_comment (tier.job_id, tier.conf->node, &left);

@@ -303,9 +303,31 @@ int tier_stageout_start (const struct tier_conf *conf, uint32_t job_id,
     return rc;
 }
 
+/* "PATH: REASON" of the agent's first_path and first_error, each cut to
+ * a bound (ERANGE leaves the longest prefix that fits), control
+ * characters shown as '?': it goes to the job's stderr and record.
+ */
+static void first_failure (const char *reply, size_t len, char *out,
+                           size_t size)
+{
+    char path[200], why[100];
+
+    out[0] = '\0';
+    if (tier_jr_get_str (reply, len, "first_path", path, sizeof (path)) < 0
+        && errno != ERANGE)
+        return;
+    if (tier_jr_get_str (reply, len, "first_error", why, sizeof (why)) < 0
+        && errno != ERANGE)
+        why[0] = '\0';
+    (void) snprintf (out, size, "%s: %s", path, why[0] ? why : "failed");
+    for (char *p = out; *p; p++)
+        if ((unsigned char) *p < ' ' || *p == 0x7f)
+            *p = '?';
+}
+
 int tier_stageout_sync (const struct tier_conf *conf, uint32_t job_id,
-                        int64_t timeout_ms, struct tier_stageout_left *left,
-                        tier_error_t *error)
+                        int64_t timeout_ms, bool end,
+                        struct tier_stageout_left *left, tier_error_t *error)
 {
     char body[256], *reply = NULL;
     int64_t v;
@@ -313,9 +335,10 @@ int tier_stageout_sync (const struct tier_conf *conf, uint32_t job_id,
 
     memset (left, 0, sizeof (*left));
     (void) snprintf (body, sizeof (body), "{\"op\":\"job.stageout_sync\","
-                     "\"job_id\":%u,\"timeout_ms\":%lld,\"wait\":%s}",
-                     job_id, (long long) timeout_ms,
-                     timeout_ms > 0 ? "true" : "false");
+                     "\"job_id\":%u,\"timeout_ms\":%lld,\"wait\":%s,"
+                     "\"end\":%s}", job_id, (long long) timeout_ms,
+                     timeout_ms > 0 ? "true" : "false",
+                     end ? "true" : "false");
     rc = tier_agent_call (conf, body, &reply,
                           (int) (timeout_ms + (int64_t) conf->agent_timeout_ms),
                           error);
@@ -328,6 +351,7 @@ int tier_stageout_sync (const struct tier_conf *conf, uint32_t job_id,
         if (tier_jr_get_int (reply, len, "conflicts", &v) == 0)
             left->conflicts = (int) v;
         (void) tier_jr_get_bool (reply, len, "timed_out", &left->timed_out);
+        first_failure (reply, len, left->first, sizeof (left->first));
     }
     free (reply);
     return rc;

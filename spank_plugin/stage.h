@@ -56,14 +56,19 @@ int tier_stageout_start (const struct tier_conf *conf, uint32_t job_id,
                          tier_error_t *error);
 
 /* Publish what the outputs hold now; wait up to timeout_ms for every
- * output to reach the GFS (0: do not wait).  The counts of what is left.
+ * output to reach the GFS (0: do not wait).  With end (the epilog), the
+ * job has ended on this node: the wait covers its manifest too.  The
+ * counts of what is left.
  */
 struct tier_stageout_left {
     int pending, failed, conflicts;
     bool timed_out;
+    char first[320];            /* "PATH: REASON" of the first output that
+                                 * failed (cut, no control characters), or
+                                 * "" */
 };
 int tier_stageout_sync (const struct tier_conf *conf, uint32_t job_id,
-                        int64_t timeout_ms, struct tier_stageout_left *left,
-                        tier_error_t *error);
+                        int64_t timeout_ms, bool end,
+                        struct tier_stageout_left *left, tier_error_t *error);
 
 #endif /* !TIER_SPANK_STAGE_H */

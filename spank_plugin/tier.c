@@ -476,10 +476,12 @@ int slurm_spank_job_prolog (spank_t sp, int ac, char **av)
     return 0;
 }
 
-/* Say in the job record (AdminComment) what did not reach the GFS.  Only
- * while slurmctld still takes updates: from the batch step's end; at the
- * epilog the job has usually finished already (then tierctl outputs and
- * the agent's log say it).
+/* Say in the job record (AdminComment) what did not reach the GFS, with
+ * the first file that failed and why (the job's owner sees it in
+ * scontrol show job: the path is theirs).  Only while slurmctld still
+ * takes updates: from the batch step's end; at the epilog the job has
+ * usually finished already (then tierctl outputs and the agent's log say
+ * it).
  */
 void tier_admin_comment (uint32_t job_id, const char *node,
                          const struct tier_stageout_left *left)
@@ -488,10 +490,11 @@ void tier_admin_comment (uint32_t job_id, const char *node,
     job_desc_msg_t desc;
 
     (void) snprintf (note, sizeof (note), "tier: on node %s, %d output "
-                     "file(s) not on the GFS (%d failed, %d in conflict): "
+                     "file(s) not on the GFS (%d failed, %d in conflict)%s%s; "
                      "kept and retried, see tierctl outputs --job %u", node,
                      left->pending + left->failed + left->conflicts,
-                     left->failed, left->conflicts, job_id);
+                     left->failed, left->conflicts,
+                     left->first[0] ? ": " : "", left->first, job_id);
     slurm_init_job_desc_msg (&desc);
     desc.job_id = job_id;
     desc.admin_comment = note;
@@ -502,8 +505,9 @@ void tier_admin_comment (uint32_t job_id, const char *node,
 
 /* Job end on this node: every output must reach the GFS before the job
  * completes (afterok dependents wait for the epilogs), within
- * StageOutTimeout.  What is left is kept and retried by the agent, and
- * shown in the job record (AdminComment) while Slurm keeps it.
+ * StageOutTimeout, and so must the node's manifest of them (the agent
+ * answers once it is written).  What is left is kept and retried by the
+ * agent, and shown in the job record (AdminComment) while Slurm keeps it.
  */
 static void stage_out_job_end (const struct tier_conf *conf, uint32_t job_id)
 {
@@ -515,19 +519,20 @@ static void stage_out_job_end (const struct tier_conf *conf, uint32_t job_id)
                       sizeof (list)) < 0 || !list[0])
         return;
     if (tier_stageout_sync (conf, job_id,
-                            (int64_t) conf->stage_out_timeout * 1000, &left,
-                            &error) < 0) {
+                            (int64_t) conf->stage_out_timeout * 1000, true,
+                            &left, &error) < 0) {
         slurm_error ("tier: epilog of job %u: stage-out: %s", job_id,
                      error.text);
         return;
     }
     if (left.pending || left.failed || left.conflicts) {
         slurm_error ("tier: on node %s, %d output file(s) of job %u not on "
-                     "the GFS at job end (%d failed, %d in conflict%s): kept "
-                     "and retried", conf->node,
+                     "the GFS at job end (%d failed, %d in conflict%s)%s%s: "
+                     "kept and retried", conf->node,
                      left.pending + left.failed + left.conflicts, job_id,
                      left.failed, left.conflicts,
-                     left.timed_out ? ", StageOutTimeout passed" : "");
+                     left.timed_out ? ", StageOutTimeout passed" : "",
+                     left.first[0] ? "; first: " : "", left.first);
         tier_admin_comment (job_id, conf->node, &left);
     }
 }

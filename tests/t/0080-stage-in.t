@@ -63,8 +63,9 @@ test_expect_success 'stage-in counters: files, bytes, time' '
     python3 -c "
 import json,sys
 t=json.load(open(sys.argv[1]))[\"roles\"][\"endpoint\"]
-print(t[\"stage_in_files\"], t[\"stage_in_bytes\"])
-assert t[\"stage_in_files\"]==6*3 and t[\"stage_in_bytes\"]==6*(100000+9), t" $TRASH/s.json
+print(t[\"stage_in_files\"], t[\"stage_in_bytes\"], t[\"stage_in_ms\"])
+assert t[\"stage_in_files\"]==6*3 and t[\"stage_in_bytes\"]==6*(100000+9), t
+assert t[\"stage_in_ms\"] > 0, t" $TRASH/s.json
 '
 test_expect_success 'an input shared by a batch is copied once per node' '
     as_user alice sh -c "head -c 5000000 /dev/urandom > $H/in/shared" && gfsemu_reset "$GFS" &&

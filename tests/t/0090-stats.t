@@ -153,6 +153,23 @@ test_expect_success 'a corrupt snapshot is reported by file, never echoed' '
     (cd $H && as_user alice $TIERCTL stats --batch $BATCH) 2>$TRASH/bad >/dev/null;
     cat $TRASH/bad && grep -q "zz.json: not a snapshot" $TRASH/bad && ! grep -q SECRET $TRASH/bad; rm -f $d/zz.json
 '
+test_have_prereq ROOT && command -v strace >/dev/null && test_set_prereq STRACE
+job_running () { test "$(job_state "$1")" = RUNNING; }
+# The GFS takes the stats snapshot of n1 and does not answer (its rename
+# is held for 2 minutes by strace delay injection on n1'"'"'s agent and
+# its children): the agent goes on serving.
+test_expect_success STRACE 'a hung GFS does not stall the agent that publishes stats to it' '
+    id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-scratch=$H/runs -o /dev/null \
+        --wrap "while [ ! -e $H/hang.go ]; do sleep 0.2; done") &&
+    wait_for 30 job_running $id && pid=$(cat $CLUSTER/state/n1/tierd.pid) &&
+    { strace -f -qq -o /dev/null -p $pid -e trace=rename,renameat,renameat2 \
+        -e inject=rename,renameat,renameat2:delay_enter=120000000 -P n1.json & } && st=$! &&
+    wait_for 10 grep -q "^TracerPid:[[:space:]]*$st\$" /proc/$pid/status &&
+    { wait_for 30 grep -q "stats for alice not published: the previous publisher" \
+          $CLUSTER/log/tierd-n1.log && $TIERCTL -N n1 ping; rc=$?; touch $H/hang.go; kill $st; wait $st
+      test $rc = 0; } &&
+    wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED
+'
 test_expect_success 'past StatsRetention the batch leaves the registry and the snapshots' '
     sed -i "s/^StatsInterval = .*/&\nStatsRetention = 1s/" $CLUSTER/etc/tier.conf &&
     for n in n1 n2 n3; do p=$(cat $CLUSTER/state/$n/tierd.pid 2>/dev/null) && kill -HUP $p; done;
