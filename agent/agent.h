@@ -48,6 +48,8 @@ struct agent {
     bool nvdimm_ok;             /* the NVDIMM tier root is usable */
     bool nvdimm_pmem;           /* pmem_is_pmem says real persistent memory */
     bool nvdimm_tmpfs;          /* DRAM-emulated (tmpfs) */
+    uint64_t scratch_used;      /* in running jobs' scratch tmpfs, sampled */
+    int scratch_jobs;           /* running jobs with scratch in use */
 
     int epfd, lfd, sigfd, timerfd, lockfd;
     char sockpath[4096];

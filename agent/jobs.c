@@ -320,12 +320,15 @@ int jobs_reclaim (struct agent *a)
     return done;
 }
 
-/* Peak scratch use of running jobs: every few seconds, statfs each of a
- * job's scratch tmpfs through a process inside its namespace
- * (/proc/PID/root is that namespace's view).
+/* Scratch use of running jobs: every few seconds, statfs each of a job's
+ * scratch tmpfs through a process inside its namespace (/proc/PID/root is
+ * that namespace's view): each job's peak, and the node's total for
+ * tierctl status (the host cannot see those tmpfs).
  */
 struct sample_ctx {
     struct agent *a;
+    uint64_t used;              /* over all running jobs */
+    int jobs;
 };
 
 static int sample_cb (const struct store_job *j, void *arg)
@@ -348,8 +351,11 @@ static int sample_cb (const struct store_job *j, void *arg)
         if ((unsigned) sf.f_type == 0x01021994)     /* a job tmpfs */
             used += (uint64_t) (sf.f_blocks - sf.f_bfree) * sf.f_bsize;
     }
-    if (used)
+    if (used) {
         ctr_add (a, j, TIER_ROLE_PIPELINE, TIER_CTR_SCRATCH_PEAK, used);
+        sc->used += used;
+        sc->jobs++;
+    }
     return 0;
 }
 
@@ -358,5 +364,8 @@ void jobs_sample (struct agent *a)
     struct sample_ctx sc = { .a = a };
     tier_error_t error;
 
-    (void) store_job_foreach (a->store, sample_cb, &sc, &error);
+    if (store_job_foreach (a->store, sample_cb, &sc, &error) == 0) {
+        a->scratch_used = sc.used;
+        a->scratch_jobs = sc.jobs;
+    }
 }

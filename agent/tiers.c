@@ -106,6 +106,12 @@ json_t *tiers_json (struct agent *a)
         json_object_set_new (nv, "emulated", json_boolean (a->nvdimm_tmpfs));
         json_object_set_new (nv, "reserved",
                              json_integer ((json_int_t) agent_reserved (a)));
+        /* scratch lives in per-job tmpfs mounted in the jobs' namespaces,
+         * which the file system figures above do not include */
+        json_object_set_new (nv, "scratch_used",
+                             json_integer ((json_int_t) a->scratch_used));
+        json_object_set_new (nv, "scratch_jobs",
+                             json_integer (a->scratch_jobs));
         json_object_set_new (o, "nvdimm", nv);
     }
     if (a->conf->bb_dir[0] && (nv = fs_json (a->conf->bb_dir,

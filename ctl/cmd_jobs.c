@@ -208,7 +208,7 @@ int cmd_disable (struct ctl *ctl, int argc, char **argv)
     return set_enabled (ctl, argc, argv, false);
 }
 
-static void print_tier (const char *name, json_t *t)
+static void print_tier (const char *name, const char *used, json_t *t)
 {
     char a[32], b[32], c[32];
     json_int_t cap = json_integer_value (json_object_get (t, "capacity"));
@@ -221,9 +221,9 @@ static void print_tier (const char *name, json_t *t)
                 ? "persistent memory (libpmem)" : "not persistent memory",
                 json_is_true (json_object_get (t, "emulated"))
                 ? ", DRAM-emulated (tmpfs)" : "");
-    printf ("          capacity %s, used %s, file system free %s\n",
+    printf ("          capacity %s, %s %s, file system free %s\n",
             cap ? tier_size_format ((uint64_t) cap, a, sizeof (a))
-                : "unlimited",
+                : "unlimited", used,
             tier_size_format ((uint64_t) json_integer_value (
                 json_object_get (t, "used")), b, sizeof (b)),
             tier_size_format ((uint64_t) json_integer_value (
@@ -232,6 +232,12 @@ static void print_tier (const char *name, json_t *t)
         printf ("          reserved by running jobs %s\n",
                 tier_size_format ((uint64_t) json_integer_value (
                     json_object_get (t, "reserved")), a, sizeof (a)));
+    if (json_object_get (t, "scratch_used"))
+        printf ("          scratch in use %s by %lld running job(s)\n",
+                tier_size_format ((uint64_t) json_integer_value (
+                    json_object_get (t, "scratch_used")), a, sizeof (a)),
+                (long long) json_integer_value (
+                    json_object_get (t, "scratch_jobs")));
 }
 
 #define I(o, k) ((long long) json_integer_value (json_object_get ((o), (k))))
@@ -290,9 +296,11 @@ int cmd_status (struct ctl *ctl, int argc, char **argv)
                                                             : "disabled");
     printf ("tiers:\n");
     if (json_object_get (tiers, "nvdimm"))
-        print_tier ("nvdimm", json_object_get (tiers, "nvdimm"));
+        print_tier ("nvdimm", "file system used",
+                    json_object_get (tiers, "nvdimm"));
     if (json_object_get (tiers, "bb"))
-        print_tier ("bb", json_object_get (tiers, "bb"));
+        print_tier ("bb", "this node's replicas",
+                    json_object_get (tiers, "bb"));
     {
         json_t *r = json_object_get (res, "replicas");
         char x[32], y[32], z[32];
