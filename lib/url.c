@@ -310,7 +310,7 @@ int tier_url_is_prefix (const struct tier_url *url)
 
 bool tier_url_item_is_url (const char *item)
 {
-    return item && strstr (item, "://") != NULL;
+    return item && item[0] != '/' && strstr (item, "://") != NULL;
 }
 
 int tier_url_item_split (const char *item, char *url, size_t usize,

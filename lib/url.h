@@ -67,7 +67,8 @@ void tier_url_shown (const char *text, char *buf, size_t size);
  * the GFS path PATH.
  */
 
-/* True if a stage-in item names a URL (it holds "://"). */
+/* True if a stage-in item names a URL: it holds "://" (and does not
+ * start with '/', as a path does). */
 bool tier_url_item_is_url (const char *item);
 
 /* Split "URL=PATH" at its last "=/": the URL into url, PATH (from its

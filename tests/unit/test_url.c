@@ -184,6 +184,7 @@ static void test_item_split (void **state)
 
     assert_false (tier_url_item_is_url ("/gfs/a=/b"));
     assert_true (tier_url_item_is_url ("s3://b/k=/gfs/x"));
+    assert_false (tier_url_item_is_url ("/gfs/odd://name"));
     assert_int_equal (tier_url_item_split ("s3://bkt/q%a.txt=/gfs/in/q%a",
                                            url, sizeof (url), path,
                                            sizeof (path)), 0);
