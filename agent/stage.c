@@ -18,6 +18,19 @@
  * replaced), which the plugin polls before the tasks start and then binds
  * each copy read-only over its GFS path inside the job's namespace.  A
  * snapshot: later changes on the GFS are not seen by the job.
+ *
+ * An item URL=PATH (s3://, https://, http://) is fetched by the copier
+ * too, with the endpoint library (lib/endpoint.h), after it dropped to
+ * the user: S3 credentials come from the user's own file in the shared
+ * state directory (SharedStateDir/users/USER/credentials, mode 0600),
+ * read as the user, never logged; TLS is verified against
+ * EndpointCAFile.  The object lands under a temporary name in
+ * stage/K/ and is renamed to PATH's last component; the plugin binds it
+ * over PATH.  When PATH does not exist the copier, as the user, creates
+ * an empty file there (O_EXCL, 0600) as the mount point and the stager
+ * records it in NamespaceDir/JOBID/stage.made; at job end the agent, as
+ * the user again, removes it if it still is that empty file.  URLs skip
+ * the node's stage cache (the library exposes no ETag to key it by).
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -30,20 +43,25 @@
 #include <limits.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lib/copy.h"
+#include "lib/endpoint.h"
 #include "lib/jobns.h"
 #include "lib/log.h"
 #include "lib/paths.h"
+#include "lib/state.h"
+#include "lib/url.h"
 #include "agent.h"
 
 #define STAGE_ITEMS_MAX 64
@@ -53,10 +71,12 @@ struct stage_req {
     uint32_t job_id;
     uid_t uid;
     gid_t gid;
+    char user[64];
     gid_t groups[GROUPS_MAX];
     int ngroups;
     int nitems;
-    char items[STAGE_ITEMS_MAX][PATH_MAX];
+    char items[STAGE_ITEMS_MAX][PATH_MAX];  /* the GFS path (URL: target) */
+    char urls[STAGE_ITEMS_MAX][PATH_MAX];   /* the URL, or "" */
 };
 
 static int64_t now_ms (void)
@@ -67,7 +87,24 @@ static int64_t now_ms (void)
     return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* stage.status, replaced atomically (the stager is root). */
+/* NamespaceDir/JOBID/name, replaced atomically (the stager is root). */
+static void ns_replace (const struct tier_conf *conf, uint32_t job,
+                        const char *name, const char *text)
+{
+    char tmp[64];
+
+    (void) snprintf (tmp, sizeof (tmp), "%s.%d", name, (int) getpid ());
+    if (tier_ns_write (conf->namespace_dir, job, tmp, text) == 0) {
+        char a[PATH_MAX], b[PATH_MAX];
+        (void) snprintf (a, sizeof (a), "%s/%u/%s", conf->namespace_dir, job,
+                         tmp);
+        (void) snprintf (b, sizeof (b), "%s/%u/%s", conf->namespace_dir, job,
+                         name);
+        (void) rename (a, b);
+    }
+}
+
+/* stage.status, replaced atomically. */
 static void write_status (const struct tier_conf *conf, uint32_t job,
                           const char *state, uint64_t done, uint64_t total,
                           uint64_t files, uint64_t gfs, int64_t ms,
@@ -80,20 +117,11 @@ static void write_status (const struct tier_conf *conf, uint32_t job,
                            "gfs", (json_int_t) gfs,
                            "ms", (json_int_t) ms, "error", err ? err : "");
     char *s = o ? json_dumps (o, JSON_COMPACT) : NULL;
-    char tmp[64];
 
     json_decref (o);
     if (!s)
         return;
-    (void) snprintf (tmp, sizeof (tmp), "stage.status.%d", (int) getpid ());
-    if (tier_ns_write (conf->namespace_dir, job, tmp, s) == 0) {
-        char a[PATH_MAX], b[PATH_MAX];
-        (void) snprintf (a, sizeof (a), "%s/%u/%s", conf->namespace_dir, job,
-                         tmp);
-        (void) snprintf (b, sizeof (b), "%s/%u/stage.status",
-                         conf->namespace_dir, job);
-        (void) rename (a, b);
-    }
+    ns_replace (conf, job, "stage.status", s);
     free (s);
 }
 
@@ -198,15 +226,343 @@ static int cached_copy (int cachefd, int srcfd, const struct stat *st,
     return rc;
 }
 
+
+/* One line to the stager; returns -1 (for "return say (...)" on
+ * failures). */
+static int say (int fd, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+
+static int say (int fd, const char *fmt, ...)
+{
+    char line[PATH_MAX + 600];
+    va_list ap;
+    int n;
+
+    va_start (ap, fmt);
+    n = vsnprintf (line, sizeof (line), fmt, ap);
+    va_end (ap);
+    if (n >= (int) sizeof (line)) {
+        n = (int) sizeof (line) - 1;
+        line[n - 1] = '\n';
+    }
+    if (n > 0 && write (fd, line, (size_t) n) < 0) {
+        /* the stager is gone: it will see us exit */
+    }
+    return -1;
+}
+
+static const char *allowed_root (const struct tier_conf *conf,
+                                 const char *path)
+{
+    for (int i = 0; i < conf->allowed_roots_count; i++)
+        if (tier_path_under (path, conf->allowed_roots[i]))
+            return conf->allowed_roots[i];
+    return NULL;
+}
+
+/* rel's directory (beneath rootfd; "" is the root) as an O_PATH
+ * descriptor, and its last component in *base. */
+static int open_parent (int rootfd, const char *rel, const char **base)
+{
+    const char *slash = strrchr (rel, '/');
+    char parent[PATH_MAX];
+
+    if (!slash) {
+        *base = rel;
+        parent[0] = '\0';
+    }
+    else {
+        *base = slash + 1;
+        (void) snprintf (parent, sizeof (parent), "%.*s",
+                         (int) (slash - rel), rel);
+    }
+    return tier_path_open_beneath (rootfd, parent, O_PATH | O_DIRECTORY, 0,
+                                   0);
+}
+
+static const char *open_error (int e)
+{
+    return e == EXDEV || e == ELOOP ? "a symlink or '..' leads out of its "
+                                      "root"
+                                    : strerror (e);
+}
+
+/* Which jobs show a URL at a mount point file tier made: each holds a
+ * hard link to it in the user's SharedStateDir/users/USER/stage-refs/,
+ * named JOBID-NODE-K, so the file's link count says whether another job
+ * (on any node) still uses it.  The link is made from the descriptor
+ * (/proc/self/fd), so it is the file that was checked.  ref is "" when
+ * there can be none (no such directory, or another file system).
+ */
+static void add_ref (const struct tier_conf *conf, const struct stage_req *r,
+                     int k, int refsfd, int filefd, const struct stat *st,
+                     char *ref, size_t size)
+{
+    char proc[64];
+    struct stat rst;
+
+    ref[0] = '\0';
+    if (refsfd < 0)
+        return;
+    (void) snprintf (ref, size, "%u-%s-%d", r->job_id, conf->node, k);
+    (void) snprintf (proc, sizeof (proc), "/proc/self/fd/%d", filefd);
+    (void) unlinkat (refsfd, ref, 0);           /* a requeued job's */
+    if (linkat (AT_FDCWD, proc, refsfd, ref, AT_SYMLINK_FOLLOW) < 0) {
+        ref[0] = '\0';
+        return;
+    }
+    if (fstatat (refsfd, ref, &rst, AT_SYMLINK_NOFOLLOW) < 0
+        || rst.st_ino != st->st_ino || rst.st_dev != st->st_dev) {
+        (void) unlinkat (refsfd, ref, 0);
+        ref[0] = '\0';
+    }
+}
+
+/* Is st (empty, linked elsewhere too) a mount point file that tier made
+ * for another job: does a reference in stage-refs link to it? */
+static bool is_mount_file (int refsfd, const struct stat *st)
+{
+    struct dirent *de;
+    bool found = false;
+    DIR *d;
+    int dfd;
+
+    if (refsfd < 0 || st->st_size != 0 || st->st_nlink < 2
+        || (dfd = dup (refsfd)) < 0)
+        return false;
+    if (!(d = fdopendir (dfd))) {
+        close (dfd);
+        return false;
+    }
+    while (!found && (de = readdir (d))) {
+        struct stat rst;
+        if (de->d_name[0] == '.')
+            continue;
+        found = fstatat (refsfd, de->d_name, &rst, AT_SYMLINK_NOFOLLOW) == 0
+                && rst.st_ino == st->st_ino && rst.st_dev == st->st_dev;
+    }
+    closedir (d);
+    return found;
+}
+
+/* The target PATH of item k (URL=PATH), as the user, beneath its allowed
+ * root.  A regular file there (one the user owns or may write: the job
+ * will see the object in its place) is bound over.  Where there is none,
+ * an empty file is made as the mount point; it, and one another job of
+ * the user made (is_mount_file), is reported ("M K DEV INO REF"), so that
+ * the agent removes it at job end once no job uses it.  *mode: the
+ * permission bits of the copy (the existing file's, else 0644).  Returns
+ * 0, or -1 after an "E" line.
+ */
+static int url_target (const struct tier_conf *conf,
+                       const struct stage_req *r, int k, int refsfd, int fd,
+                       mode_t *mode)
+{
+    const char *p = r->items[k], *root, *rel, *base;
+    char shown[256], ref[128];
+    struct stat st;
+    bool mount_file = false;
+    int rootfd, tfd, pfd, nfd, e;
+
+    tier_url_shown (r->urls[k], shown, sizeof (shown));
+    if (!(root = allowed_root (conf, p)))
+        return say (fd, "E %s: outside the directories tier may act on "
+                    "(AllowedRoots)\n", p);
+    rel = tier_path_strip (p, root);
+    if (!*rel)
+        return say (fd, "E %s: an allowed root cannot show %s\n", p, shown);
+    if ((rootfd = open (root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return say (fd, "E %s: %s\n", root, strerror (errno));
+    for (int tries = 0;; tries++) {
+        if ((tfd = tier_path_open_beneath (rootfd, rel, O_PATH, 0, 0)) >= 0) {
+            close (rootfd);
+            e = fstat (tfd, &st) < 0 ? errno : 0;
+            if (!e && S_ISREG (st.st_mode) && st.st_uid != r->uid
+                && syscall (SYS_faccessat2, tfd, "", W_OK,
+                            AT_EMPTY_PATH | AT_EACCESS) < 0)
+                e = errno;
+            if (!e && S_ISREG (st.st_mode)
+                && (mount_file = is_mount_file (refsfd, &st))) {
+                add_ref (conf, r, k, refsfd, tfd, &st, ref, sizeof (ref));
+                if (ref[0])
+                    (void) say (fd, "M %d %llu %llu %s\n", k,
+                                (unsigned long long) st.st_dev,
+                                (unsigned long long) st.st_ino, ref);
+            }
+            close (tfd);
+            if (e == EACCES || e == EPERM || e == EROFS)
+                return say (fd, "E %s: you neither own nor may write this "
+                            "file, so %s cannot be shown in its place\n", p,
+                            shown);
+            if (e)
+                return say (fd, "E %s: %s\n", p, strerror (e));
+            if (!S_ISREG (st.st_mode))
+                return say (fd, "E %s: not a regular file (%s is fetched "
+                            "as one file)\n", p, shown);
+            *mode = mount_file ? 0644 : st.st_mode & 0777;
+            return 0;
+        }
+        if (errno != ENOENT || tries > 0)
+            break;
+        /* none: an empty file as the mount point, in an existing
+         * directory the user may write */
+        if ((pfd = open_parent (rootfd, rel, &base)) < 0) {
+            e = errno;
+            close (rootfd);
+            if (e == ENOENT)
+                return say (fd, "E %s: its directory does not exist (it "
+                            "must, to show %s there)\n", p, shown);
+            return say (fd, "E %s: %s\n", p, open_error (e));
+        }
+        nfd = openat (pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
+                      | O_NOCTTY | O_CLOEXEC, 0600);
+        e = errno;
+        if (nfd >= 0 && fstat (nfd, &st) == 0) {
+            add_ref (conf, r, k, refsfd, nfd, &st, ref, sizeof (ref));
+            close (nfd);
+            close (pfd);
+            close (rootfd);
+            (void) say (fd, "M %d %llu %llu %s\n", k,
+                        (unsigned long long) st.st_dev,
+                        (unsigned long long) st.st_ino, ref[0] ? ref : "-");
+            *mode = 0644;
+            return 0;
+        }
+        if (nfd >= 0) {
+            e = errno;
+            (void) unlinkat (pfd, base, 0);
+            close (nfd);
+        }
+        close (pfd);
+        if (e != EEXIST) {
+            close (rootfd);
+            return say (fd, "E %s: cannot create an empty file there to "
+                        "show %s: %s\n", p, shown, strerror (e));
+        }
+        /* made meanwhile (another job, or node, of the user): look again */
+    }
+    e = errno;
+    close (rootfd);
+    return say (fd, "E %s: %s\n", p, open_error (e));
+}
+
+/* S3 credentials, read as the user from SharedStateDir/users/USER/
+ * credentials: the profile named like the bucket, else [default].
+ * NULL after an "E" line. */
+static struct tier_creds *url_creds (const struct tier_conf *conf,
+                                     const struct stage_req *r,
+                                     const struct tier_url *u, int fd)
+{
+    char path[PATH_MAX];
+    struct tier_creds *c;
+    struct stat st;
+    tier_error_t e;
+
+    if (!conf->shared_state_dir[0]) {
+        (void) say (fd, "E %s: no S3 credentials: SharedStateDir is not "
+                    "set in tier.conf\n", u->display);
+        return NULL;
+    }
+    if (tier_creds_path (conf->shared_state_dir, r->user, path,
+                         sizeof (path)) < 0) {
+        (void) say (fd, "E %s: no S3 credentials: %s\n", u->display,
+                    strerror (errno));
+        return NULL;
+    }
+    if (lstat (path, &st) < 0) {
+        (void) say (fd, "E %s: no S3 credentials: %s: %s (see "
+                    "doc/staging.md)\n", u->display, path, strerror (errno));
+        return NULL;
+    }
+    if ((c = tier_creds_load (path, u->bucket, r->uid, &e)))
+        return c;
+    if (errno == ENOENT && (c = tier_creds_load (path, "default", r->uid,
+                                                 &e)))
+        return c;
+    if (errno == ENOENT)
+        (void) say (fd, "E %s: %s: no [%s] or [default] profile\n",
+                    u->display, path, u->bucket);
+    else
+        (void) say (fd, "E %s: %s\n", u->display, e.text);
+    return NULL;
+}
+
+struct url_progress {
+    struct progress *prog;
+    uint64_t *total;
+    bool counted;
+};
+
+/* The object's size joins the total once the server has said it. */
+static void on_url_progress (uint64_t done, uint64_t total, void *arg)
+{
+    struct url_progress *u = arg;
+
+    if (total && !u->counted) {
+        u->counted = true;
+        *u->total += total;
+        (void) say (u->prog->fd, "T %llu\n", (unsigned long long) *u->total);
+    }
+    on_progress (done, total, u->prog);
+}
+
+/* GET the object into dstfd/name: a temporary first, then renamed.
+ * *bytes: the object's size.  -1 with the library's message (it names
+ * the URL, without secrets). */
+static int url_fetch (const struct tier_conf *conf, const struct tier_url *u,
+                      const struct tier_creds *creds, int dstfd,
+                      const char *name, mode_t mode, struct progress *prog,
+                      uint64_t *total, uint64_t *bytes, tier_error_t *error)
+{
+    static const char tmp[] = ".tier-fetch.part";
+    struct url_progress up = { .prog = prog, .total = total };
+    struct tier_endpoint_opts opts = {
+        .creds = creds,
+        .ca_file = conf->endpoint_ca_file[0] ? conf->endpoint_ca_file : NULL,
+        .progress = on_url_progress, .progress_arg = &up,
+    };
+    struct tier_endpoint_result res;
+    struct tier_endpoint *ep;
+    int fd, rc = -1;
+
+    if (!(ep = tier_endpoint_create (u, &opts, error)))
+        return -1;
+    if ((fd = openat (dstfd, tmp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW
+                      | O_CLOEXEC, 0600)) < 0) {
+        tier_errprintf (error, "%s: %s", u->display, strerror (errno));
+        goto out;
+    }
+    if (tier_endpoint_get (ep, fd, 0, &res, error) < 0)
+        goto out;
+    if (fchmod (fd, mode) < 0 || renameat (dstfd, tmp, dstfd, name) < 0) {
+        tier_errprintf (error, "%s: %s", u->display, strerror (errno));
+        goto out;
+    }
+    *bytes = res.size;
+    rc = 0;
+out:
+    if (fd >= 0) {
+        close (fd);
+        if (rc < 0)
+            (void) unlinkat (dstfd, tmp, 0);
+    }
+    tier_endpoint_destroy (ep);
+    return rc;
+}
+
 static void copier (const struct tier_conf *conf, const struct stage_req *r,
-                    const int *dstfds, int cachefd, int fd)
+                    const int *dstfds, int cachefd, int userfd, int fd)
 {
     int srcfds[STAGE_ITEMS_MAX];
     struct stat sts[STAGE_ITEMS_MAX];
+    struct tier_url *urls[STAGE_ITEMS_MAX] = { 0 };
+    struct tier_creds *creds[STAGE_ITEMS_MAX] = { 0 };
+    mode_t modes[STAGE_ITEMS_MAX];
     uint64_t total = 0, files = 0, bytes = 0, gfs = 0;
     struct progress prog = { .fd = fd };
+    bool any_url = false;
     char line[PATH_MAX + 128];
-    int n;
+    int n, refsfd = -1;
 
     if (setgroups ((size_t) r->ngroups, r->groups) < 0
         || setresgid (r->gid, r->gid, r->gid) < 0
@@ -216,15 +572,37 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
         (void) write (fd, line, n);
         _exit (1);
     }
+    (void) signal (SIGPIPE, SIG_IGN);
+    if (userfd >= 0) {
+        /* the user's references to mount point files (add_ref) */
+        (void) mkdirat (userfd, "stage-refs", 0700);
+        refsfd = openat (userfd, "stage-refs", O_RDONLY | O_DIRECTORY
+                         | O_NOFOLLOW | O_CLOEXEC);
+        close (userfd);
+    }
     for (int k = 0; k < r->nitems; k++) {
         const char *p = r->items[k], *root = NULL, *rel;
         int rootfd;
 
-        for (int i = 0; i < conf->allowed_roots_count; i++)
-            if (tier_path_under (p, conf->allowed_roots[i])) {
-                root = conf->allowed_roots[i];
-                break;
+        srcfds[k] = -1;
+        if (r->urls[k][0]) {
+            /* URL=PATH: where it goes (checked and, if need be, made
+             * before anything is fetched), and S3's credentials */
+            tier_error_t e;
+
+            any_url = true;
+            if (!(urls[k] = tier_url_parse_input (r->urls[k], &e))) {
+                (void) say (fd, "E %s\n", e.text);
+                _exit (1);
             }
+            if (url_target (conf, r, k, refsfd, fd, &modes[k]) < 0)
+                _exit (1);
+            if (urls[k]->scheme == TIER_URL_S3
+                && !(creds[k] = url_creds (conf, r, urls[k], fd)))
+                _exit (1);
+            continue;
+        }
+        root = allowed_root (conf, p);
         if (!root) {
             n = snprintf (line, sizeof (line), "E %s: outside the "
                           "directories tier may act on (AllowedRoots)\n", p);
@@ -232,7 +610,6 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
             _exit (1);
         }
         rel = tier_path_strip (p, root);
-        srcfds[k] = -1;
         if ((rootfd = open (root, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0) {
             srcfds[k] = tier_path_open_beneath (rootfd, rel, O_RDONLY
                                                 | O_NOCTTY, 0, 0);
@@ -240,9 +617,7 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
         }
         if (srcfds[k] < 0 || fstat (srcfds[k], &sts[k]) < 0) {
             n = snprintf (line, sizeof (line), "E %s: %s\n", p,
-                          errno == EXDEV || errno == ELOOP
-                          ? "a symlink or '..' leads out of its root"
-                          : strerror (errno));
+                          open_error (errno));
             (void) write (fd, line, n);
             _exit (1);
         }
@@ -257,6 +632,14 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
             _exit (1);
         }
     }
+    if (any_url) {
+        /* curl_global_init: this process is single-threaded (forked) */
+        tier_error_t e;
+        if (tier_endpoint_init (&e) < 0) {
+            (void) say (fd, "E %s\n", e.text);
+            _exit (1);
+        }
+    }
     n = snprintf (line, sizeof (line), "T %llu\n", (unsigned long long) total);
     (void) write (fd, line, n);
     for (int k = 0; k < r->nitems; k++) {
@@ -267,12 +650,28 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
         struct tier_copy_result res;
         tier_error_t error;
         const char *base = strrchr (r->items[k], '/') + 1;
-        int rc;
-
         bool hit = false;
+        int rc;
 
         memset (&res, 0, sizeof (res));
         prog.base = bytes;
+        if (urls[k]) {
+            /* an object: not from the GFS, and not through the stage
+             * cache (there is no version to key it by) */
+            uint64_t size = 0;
+
+            rc = url_fetch (conf, urls[k], creds[k], dstfds[k], base,
+                            modes[k], &prog, &total, &size, &error);
+            tier_creds_destroy (creds[k]);
+            creds[k] = NULL;
+            if (rc < 0) {
+                (void) say (fd, "E %s\n", error.text);
+                _exit (1);
+            }
+            files++;
+            bytes += size;
+            continue;
+        }
         if (S_ISREG (sts[k].st_mode))
             rc = cached_copy (cachefd, srcfds[k], &sts[k], dstfds[k], base,
                               &opts, &res, &hit, &error);
@@ -296,12 +695,40 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
     _exit (0);
 }
 
+/* "K DEV INO REF": item K's path is an empty file tier made as its mount
+ * point (for this job, or for another that still holds a reference REF,
+ * "-" for none).  Kept in NamespaceDir/JOBID/stage.made (root's) for the
+ * agent to remove at job end. */
+static void record_made (const struct tier_conf *conf,
+                         const struct stage_req *r, json_t *made,
+                         const char *line)
+{
+    unsigned long long dev, ino;
+    char ref[128], *text;
+    int k;
+
+    if (!made || sscanf (line, "%d %llu %llu %127s", &k, &dev, &ino, ref) != 4
+        || k < 0 || k >= r->nitems || strchr (ref, '/'))
+        return;
+    if (json_array_append_new (made, json_pack ("{s:s s:I s:I s:s}", "path",
+                                                r->items[k], "dev",
+                                                (json_int_t) dev, "ino",
+                                                (json_int_t) ino, "ref",
+                                                strcmp (ref, "-") ? ref
+                                                                  : "")) < 0
+        || !(text = json_dumps (made, JSON_COMPACT)))
+        return;
+    ns_replace (conf, r->job_id, "stage.made", text);
+    free (text);
+}
+
 /* The stager: root, its own process group. */
 static void stager (const struct tier_conf *conf, struct stage_req *r)
 {
-    int dstfds[STAGE_ITEMS_MAX], p[2], rootfd, jobfd, stfd, cachefd;
+    int dstfds[STAGE_ITEMS_MAX], p[2], rootfd, jobfd, stfd, cachefd, userfd;
     char name[32], buf[8192], err[PATH_MAX + 128] = "";
     uint64_t total = 0, done = 0, files = 0, gfs = 0;
+    json_t *made = json_array ();
     size_t got = 0;
     int64_t t0 = now_ms ();
     bool ok = false;
@@ -359,6 +786,24 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
             close (cfd);
         }
     }
+    /* URL inputs: the user's directory in the shared state, for the
+     * references to mount point files */
+    userfd = -1;
+    for (int k = 0; k < r->nitems && userfd < 0; k++) {
+        int sfd;
+        if (!r->urls[k][0] || !conf->shared_state_dir[0])
+            continue;
+        if ((sfd = tier_state_open_root (conf->shared_state_dir,
+                                         &error)) >= 0) {
+            userfd = tier_state_user_dir (sfd, r->user, r->uid, r->gid,
+                                          &error);
+            close (sfd);
+        }
+        if (userfd < 0)
+            tier_log (LOG_WARNING, "job %u: stage-in: %s", r->job_id,
+                      error.text);
+        break;
+    }
     if (pipe2 (p, O_CLOEXEC) < 0 || (pid = fork ()) < 0) {
         write_status (conf, r->job_id, "failed", 0, 0, 0, 0, 0, "fork failed");
         _exit (1);
@@ -366,8 +811,10 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
     if (pid == 0) {
         close (p[0]);
         close (rootfd);
-        copier (conf, r, dstfds, cachefd, p[1]);
+        copier (conf, r, dstfds, cachefd, userfd, p[1]);
     }
+    if (userfd >= 0)
+        close (userfd);
     close (p[1]);
     for (;;) {
         ssize_t n = read (p[0], buf + got, sizeof (buf) - 1 - got);
@@ -393,6 +840,8 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
             }
             else if (buf[0] == 'E')
                 (void) snprintf (err, sizeof (err), "%.4000s", buf + 2);
+            else if (buf[0] == 'M')
+                record_made (conf, r, made, buf + 2);
             if (buf[0] != 'D' && buf[0] != 'E')
                 write_status (conf, r->job_id, "copying", done, total, files,
                               gfs, now_ms () - t0, NULL);
@@ -403,6 +852,7 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
     while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
         ;
     ok = ok && WIFEXITED (status) && WEXITSTATUS (status) == 0;
+    json_decref (made);
     if (!ok && !err[0])
         (void) snprintf (err, sizeof (err), "the copy was interrupted");
     write_status (conf, r->job_id, ok ? "done" : "failed", done, total, files,
@@ -438,6 +888,29 @@ json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
     r.gid = (gid_t) gid;
     json_array_foreach (items, i, it) {
         const char *s = json_string_value (it);
+        char target[PATH_MAX];
+
+        /* URL=PATH: the URL an input's (one object, no secrets in it),
+         * PATH as any other */
+        if (s && tier_url_item_is_url (s)) {
+            struct tier_url *u;
+            tier_error_t e;
+
+            if (tier_url_item_split (s, r.urls[r.nitems], PATH_MAX, target,
+                                     sizeof (target)) < 0) {
+                errno = EINVAL;
+                tier_errprintf (error, "stage-in item %zu is not URL=PATH",
+                                i);
+                return NULL;
+            }
+            if (!(u = tier_url_parse_input (r.urls[r.nitems], &e))) {
+                errno = EINVAL;
+                tier_errprintf (error, "stage-in item %zu: %s", i, e.text);
+                return NULL;
+            }
+            tier_url_destroy (u);
+            s = target;
+        }
         if (!s || s[0] != '/' || tier_path_has_dotdot (s)
             || tier_path_normalize (s, r.items[r.nitems], PATH_MAX) < 0
             || !strcmp (r.items[r.nitems], "/")) {
@@ -453,11 +926,13 @@ json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
     if (tier_ns_read (a->conf->namespace_dir, r.job_id, "stage.status", path,
                       sizeof (path)) == 0)
         return json_pack ("{s:I s:b}", "job_id", job_id, "started", 0);
-    if (!(pw = getpwuid (r.uid)) || strcmp (pw->pw_name, user)) {
+    if (!(pw = getpwuid (r.uid)) || strcmp (pw->pw_name, user)
+        || strlen (user) >= sizeof (r.user)) {
         errno = EINVAL;
         tier_errprintf (error, "uid %u is not %s", (unsigned) r.uid, user);
         return NULL;
     }
+    (void) snprintf (r.user, sizeof (r.user), "%s", user);
     r.ngroups = GROUPS_MAX;
     if (getgrouplist (pw->pw_name, r.gid, r.groups, &r.ngroups) < 0) {
         errno = E2BIG;
@@ -521,6 +996,102 @@ static void drop_cache (struct agent *a, const struct store_job *job)
     close (fd);
 }
 
+/* In a child with the user's credentials: drop this job's reference to
+ * each mount point file of made, then remove the file if no other job
+ * holds one (one link left) and it still is the empty regular file tier
+ * made (same device and inode).  Returns how many went, or -1. */
+static int unmake_as_user (const struct tier_conf *conf,
+                           const struct store_job *job, json_t *made)
+{
+    gid_t groups[GROUPS_MAX];
+    int ngroups = GROUPS_MAX, removed = 0, refsfd = -1;
+    char refs[PATH_MAX];
+    size_t i;
+    json_t *o;
+
+    if (getgrouplist (job->user, job->gid, groups, &ngroups) < 0)
+        ngroups = 0;
+    if (setgroups ((size_t) ngroups, groups) < 0
+        || setresgid (job->gid, job->gid, job->gid) < 0
+        || setresuid (job->uid, job->uid, job->uid) < 0)
+        return -1;
+    if (conf->shared_state_dir[0]
+        && snprintf (refs, sizeof (refs), "%s/users/%s/stage-refs",
+                     conf->shared_state_dir, job->user) < (int) sizeof (refs))
+        refsfd = open (refs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    json_array_foreach (made, i, o) {
+        const char *path = json_string_value (json_object_get (o, "path"));
+        const char *ref = json_string_value (json_object_get (o, "ref"));
+        json_int_t dev = json_integer_value (json_object_get (o, "dev"));
+        json_int_t ino = json_integer_value (json_object_get (o, "ino"));
+        const char *root, *base;
+        struct stat st;
+        int rootfd, pfd;
+
+        if (ref && ref[0] && !strchr (ref, '/') && refsfd >= 0)
+            (void) unlinkat (refsfd, ref, 0);
+        if (!path || !(root = allowed_root (conf, path))
+            || (rootfd = open (root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+            continue;
+        pfd = open_parent (rootfd, tier_path_strip (path, root), &base);
+        close (rootfd);
+        if (pfd < 0)
+            continue;
+        if (fstatat (pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0
+            && S_ISREG (st.st_mode) && st.st_size == 0 && st.st_nlink == 1
+            && st.st_dev == (dev_t) dev && st.st_ino == (ino_t) ino
+            && unlinkat (pfd, base, 0) == 0)
+            removed++;
+        close (pfd);
+    }
+    if (refsfd >= 0)
+        close (refsfd);
+    return removed;
+}
+
+/* The empty files made as mount points for URL inputs go at job end. */
+static void drop_made (struct agent *a, const struct store_job *job)
+{
+    static char buf[STAGE_ITEMS_MAX * (PATH_MAX + 96)];
+    char path[PATH_MAX];
+    json_error_t jerr;
+    json_t *made;
+    pid_t pid;
+    int status = 0;
+
+    if (tier_ns_read (a->conf->namespace_dir, job->job_id, "stage.made", buf,
+                      sizeof (buf)) < 0)
+        return;
+    if (!(made = json_loads (buf, 0, &jerr)) || !json_is_array (made)
+        || json_array_size (made) == 0)
+        goto out;
+    if ((pid = fork ()) == 0) {
+        int n = unmake_as_user (a->conf, job, made);
+        _exit (n < 0 ? 255 : n);
+    }
+    if (pid > 0)
+        while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+            ;
+    if (pid < 0 || !WIFEXITED (status) || WEXITSTATUS (status) == 255)
+        tier_log (LOG_WARNING, "job %u: the empty files made as mount points "
+                  "for URL inputs could not be removed", job->job_id);
+    else if ((size_t) WEXITSTATUS (status) < json_array_size (made))
+        tier_log (LOG_INFO, "job %u: %zu of the empty file(s) made as mount "
+                  "points for URL inputs kept (used by another job, changed "
+                  "or gone)",
+                  job->job_id,
+                  json_array_size (made) - (size_t) WEXITSTATUS (status));
+    else
+        tier_log (LOG_INFO, "job %u: removed the %d empty file(s) made as "
+                  "mount points for URL inputs", job->job_id,
+                  WEXITSTATUS (status));
+out:
+    json_decref (made);
+    (void) snprintf (path, sizeof (path), "%s/%u/stage.made",
+                     a->conf->namespace_dir, job->job_id);
+    (void) unlink (path);
+}
+
 /* At job end: stop a stage-in still running (scancel), and count it. */
 void stage_job_end (struct agent *a, const struct store_job *job)
 {
@@ -544,6 +1115,7 @@ void stage_job_end (struct agent *a, const struct store_job *job)
                           "stopped", job->job_id);
         }
     }
+    drop_made (a, job);
     if (state && !strcmp (state, "done")) {
         ctr_add (a, job, TIER_ROLE_ENDPOINT, TIER_CTR_STAGE_IN_FILES,
                  json_integer_value (json_object_get (o, "files")));

@@ -74,6 +74,7 @@ static const struct conf_key keys[] = {
     { "StageOutTimeout", CONF_SEC, OFF (stage_out_timeout), 0 },
     { "MetricsFile", CONF_PATH_EMPTY, OFF (metrics_file), 0 },
     { "SitePolicyDir", CONF_PATH_EMPTY, OFF (site_policy_dir), 0 },
+    { "EndpointCAFile", CONF_PATH_EMPTY, OFF (endpoint_ca_file), 0 },
 };
 
 #define NKEYS (sizeof (keys) / sizeof (keys[0]))
@@ -160,6 +161,7 @@ struct tier_conf *tier_conf_create (const char *node)
         || !(conf->slurm_conf = strdup (""))
         || !(conf->metrics_file = strdup (""))
         || !(conf->site_policy_dir = strdup (TIER_SYSCONFDIR "/policies.d"))
+        || !(conf->endpoint_ca_file = strdup (""))
         || !(conf->node = strdup (node ? node : ""))) {
         tier_conf_destroy (conf);
         return NULL;

@@ -53,6 +53,8 @@ struct tier_conf {
     uint64_t stats_retention;   /* StatsRetention (s): ended jobs' stats */
     char *metrics_file;         /* MetricsFile: node_exporter textfile */
     char *site_policy_dir;      /* SitePolicyDir: site policies (*.json) */
+    char *endpoint_ca_file;     /* EndpointCAFile: PEM CAs for https
+                                 * endpoints ("": the system's store) */
     char *node;                 /* the NodeName %n expanded to */
 };
 

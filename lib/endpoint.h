@@ -52,52 +52,11 @@
 
 #include "copy.h"
 #include "error.h"
+#include "url.h"
 
 /*
- * URLs.
+ * Prefix URLs (the parser is in url.h).
  */
-
-enum tier_url_scheme {
-    TIER_URL_S3 = 1,
-    TIER_URL_HTTP,
-    TIER_URL_HTTPS,
-};
-
-#define TIER_URL_MAX 4096               /* bytes of a URL */
-#define TIER_S3_KEY_MAX 1024            /* bytes of an S3 key */
-
-struct tier_url {
-    enum tier_url_scheme scheme;
-    char *text;                     /* the URL as given */
-    char *display;                  /* for messages: query shown as "?..." */
-    /* s3:// */
-    char *bucket;
-    char *key;                      /* "" or ending in '/': a prefix */
-    /* http(s):// */
-    char *host;                     /* name, IPv4, or IPv6 in [] */
-    int port;                       /* explicit port, or 0 */
-    char *path;                     /* from '/', as given (percent-encoded) */
-    char *query;                    /* without '?', or NULL */
-};
-
-/* Parse an endpoint URL:
- *   s3://BUCKET/KEY    BUCKET 3-63 of a-z 0-9 . - (starting and ending
- *                      with a letter or digit, no "..", not an IPv4
- *                      address); KEY up to 1024 bytes, taken literally
- *                      (no %-decoding), no control characters; an empty
- *                      KEY or one ending in '/' is a prefix
- *   https://HOST[:PORT]/PATH[?QUERY], http://...   no user:password@, no
- *                      #fragment, no blanks or control characters (encode
- *                      them as %XX)
- * Returns a new URL, or NULL with errno EINVAL (ENOMEM) and a message
- * naming the URL and what is wrong with it.
- */
-struct tier_url *tier_url_parse (const char *text, tier_error_t *error);
-void tier_url_destroy (struct tier_url *url);
-
-/* True if the URL names a prefix (s3 key "" or ending in '/', http path
- * ending in '/') rather than one object. */
-int tier_url_is_prefix (const struct tier_url *url);
 
 /* A new URL for name (a relative path, '/'-separated, no "." or ".."
  * components) under the prefix url.  For http(s) each component is

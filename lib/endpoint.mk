@@ -1,10 +1,11 @@
 ## lib/endpoint.mk - object-store and HTTP endpoints (included by Makefile.am)
 ##
-## libtier_remote.la: URLs, credentials, SigV4 signing and the s3 and
+## libtier_remote.la: credentials, SigV4 signing and the s3 and
 ## http(s)/WebDAV back-ends over libcurl.  Only our own programs (tierd,
-## tierctl, test helpers) link it: never tier.so or the interposer, which
-## link nothing but libc.  It uses tier_errprintf and jansson from
-## libtier.la: link it before libtier.la.
+## test helpers) link it: never tier.so or the interposer, which link
+## nothing but libc.  It uses the URL parser (url.c, in libtiercore so
+## that the plugin checks URLs at submit with it), tier_errprintf and
+## jansson from libtier.la: link it before libtier.la.
 
 noinst_LTLIBRARIES += libtier_remote.la
 

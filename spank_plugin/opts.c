@@ -13,6 +13,7 @@
 
 #include "lib/paths.h"
 #include "lib/units.h"
+#include "lib/url.h"
 #include "opts.h"
 
 #define PAD_MAX 10      /* sbatch caps the zero-padding width at 10 */
@@ -281,6 +282,51 @@ static int check_path (const char *option, const char *path, int flags,
     return 0;
 }
 
+/* URL=PATH: the path as any other, the URL with its patterns expanded
+ * for a sample job (the node checks the real expansion again).
+ */
+static int check_url_item (const char *option, const char *item, int flags,
+                           bool *uses_array, tier_error_t *error)
+{
+    static const struct tier_pattern_ctx sample = {
+        .job_id = 1, .array_job_id = 1, .array_task_id = 1,
+        .is_array = true, .user = "user", .job_name = "job",
+        .node_name = "node", .node_index = 0,
+    };
+    char url[PATH_MAX], path[PATH_MAX], exp[PATH_MAX], shown[256];
+    struct tier_url *u;
+    tier_error_t e;
+
+    tier_url_shown (item, shown, sizeof (shown));
+    if (strlen (item) >= PATH_MAX) {
+        errno = ENAMETOOLONG;
+        return tier_errprintf (error, "%s: a URL=PATH item is longer than "
+                               "%d bytes", option, PATH_MAX - 1);
+    }
+    if (tier_url_item_split (item, url, sizeof (url), path,
+                             sizeof (path)) < 0) {
+        errno = EINVAL;
+        return tier_errprintf (error, "%s: '%s': a URL needs the path to "
+                               "show it at: URL=/PATH", option, shown);
+    }
+    if (check_path (option, path, flags, uses_array, error) < 0)
+        return -1;
+    tier_url_shown (url, shown, sizeof (shown));
+    if (tier_pattern_check (url, uses_array, &e) < 0) {
+        errno = EINVAL;
+        return tier_errprintf (error, "%s: %s: unknown pattern (known: %%A "
+                               "%%a %%j %%u %%x %%N %%n; write %%%% for a "
+                               "'%%' of the URL, as in %%%%20)", option,
+                               shown);
+    }
+    if (tier_pattern_expand (url, &sample, exp, sizeof (exp), &e) < 0)
+        return tier_errprintf (error, "%s: %s: %s", option, shown, e.text);
+    if (!(u = tier_url_parse_input (exp, &e)))
+        return tier_errprintf (error, "%s: %s", option, e.text);
+    tier_url_destroy (u);
+    return 0;
+}
+
 int tier_opt_list_check (const char *option, const char *value, int flags,
                          bool *uses_array, tier_error_t *error)
 {
@@ -339,6 +385,10 @@ int tier_opt_list_check (const char *option, const char *value, int flags,
             if (check_path (option, dir, flags, uses_array, error) < 0)
                 return -1;
         }
+        else if ((flags & TIER_ITEM_URL) && tier_url_item_is_url (item)) {
+            if (check_url_item (option, item, flags, uses_array, error) < 0)
+                return -1;
+        }
         else if (check_path (option, item, flags, uses_array, error) < 0)
             return -1;
         if (!end)
@@ -370,7 +420,7 @@ int tier_opts_check (const struct tier_opts *opts, int is_array,
         { "--tier-scratch", offsetof (struct tier_opts, scratch),
           TIER_ITEM_SIZE },
         { "--tier-stage-in", offsetof (struct tier_opts, stage_in),
-          TIER_ITEM_PATTERNS },
+          TIER_ITEM_PATTERNS | TIER_ITEM_URL },
         { "--tier-stage-out", offsetof (struct tier_opts, stage_out),
           TIER_ITEM_PATTERNS },
     };

@@ -33,6 +33,7 @@ enum tier_keep {
 enum {
     TIER_ITEM_PATTERNS = 1,     /* sbatch filename patterns (%a, %j, ...) */
     TIER_ITEM_SIZE = 2,         /* DIR:SIZE */
+    TIER_ITEM_URL = 4,          /* URL=PATH (s3://, https://, http://) */
 };
 
 #define TIER_OPT_VALUE_MAX 16384
@@ -56,9 +57,13 @@ int tier_opt_keep_parse (const char *value, enum tier_keep *keep,
 const char *tier_opt_keep_name (enum tier_keep keep);
 
 /* Check a comma-separated list of absolute paths (option name for
- * messages).  flags: TIER_ITEM_*.  *uses_array is set when an item uses
- * %a (may be NULL).  Returns 0, or -1 with one line in error naming the
- * option, the item and the problem.
+ * messages).  flags: TIER_ITEM_*.  With TIER_ITEM_URL an item may be
+ * URL=PATH (tier_url_item_split): PATH is checked as any path, the URL's
+ * patterns are checked, and the URL with its patterns expanded for a
+ * sample job must be an input URL (tier_url_parse_input: one object, no
+ * query, no user:password@).  *uses_array is set when an item uses %a
+ * (may be NULL).  Returns 0, or -1 with one line in error naming the
+ * option, the item and the problem (a URL shown without secrets).
  */
 int tier_opt_list_check (const char *option, const char *value, int flags,
                          bool *uses_array, tier_error_t *error);

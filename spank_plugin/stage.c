@@ -29,10 +29,42 @@
 #include "lib/paths.h"
 #include "lib/tjson.h"
 #include "lib/units.h"
+#include "lib/url.h"
 #include "ns.h"
 #include "opts.h"
 #include "spawn.h"
 #include "stage.h"
+
+/* An expanded URL=PATH item checked again (the submit side checked a
+ * sample expansion; a job name may expand to what no URL may hold), its
+ * path normalised.
+ */
+static int url_item (char *item, tier_error_t *error)
+{
+    char url[PATH_MAX], path[PATH_MAX], norm[PATH_MAX];
+    struct tier_url *u;
+    tier_error_t e;
+
+    if (tier_url_item_split (item, url, sizeof (url), path,
+                             sizeof (path)) < 0
+        || tier_path_normalize (path, norm, sizeof (norm)) < 0
+        || !strcmp (norm, "/")) {
+        char shown[256];
+        tier_url_shown (item, shown, sizeof (shown));
+        errno = EINVAL;
+        return tier_errprintf (error, "--tier-stage-in: '%s': not "
+                               "URL=/PATH", shown);
+    }
+    if (!(u = tier_url_parse_input (url, &e)))
+        return tier_errprintf (error, "--tier-stage-in: %s", e.text);
+    tier_url_destroy (u);
+    if (snprintf (item, PATH_MAX, "%s=%s", url, norm) >= PATH_MAX) {
+        errno = ENAMETOOLONG;
+        return tier_errprintf (error, "--tier-stage-in: an item is longer "
+                               "than %d bytes", PATH_MAX - 1);
+    }
+    return 0;
+}
 
 int tier_stage_expand (const char *list, const struct tier_pattern_ctx *ctx,
                        char items[][PATH_MAX], int max, tier_error_t *error)
@@ -48,6 +80,8 @@ int tier_stage_expand (const char *list, const struct tier_pattern_ctx *ctx,
                                    "items", max);
         if (tier_pattern_expand (item, ctx, items[n], PATH_MAX, &e) < 0)
             return tier_errprintf (error, "--tier-stage-in: %s", e.text);
+        if (tier_url_item_is_url (items[n]) && url_item (items[n], error) < 0)
+            return -1;
         n++;
     }
     return n;
@@ -169,29 +203,37 @@ int tier_stage_bind (const struct tier_conf *conf, uint32_t job_id,
     if (tier_ns_marked (conf->namespace_dir, job_id, "staged"))
         goto out;
     for (int k = 0; k < n && rc == 0; k++) {
-        char src[PATH_MAX + 64];
-        const char *base = strrchr (items[k], '/') + 1;
+        char src[PATH_MAX + 64], url[PATH_MAX], path[PATH_MAX];
+        const char *target = items[k], *base;
         struct stat st;
+        bool is_url = false, is_dir = false;
         int sfd, tfd;
 
+        /* URL=PATH: the object's copy is a file named like PATH */
+        if (tier_url_item_is_url (items[k])
+            && tier_url_item_split (items[k], url, sizeof (url), path,
+                                    sizeof (path)) == 0) {
+            target = path;
+            is_url = true;
+        }
+        base = strrchr (target, '/') + 1;
         /* the copy: a file named like the input, or the tree's root */
-        bool is_dir = false;
         (void) snprintf (src, sizeof (src), "%s/%u/stage/%d/%s",
                          conf->nvdimm_dir, job_id, k, base);
-        if (lstat (src, &st) < 0 || !S_ISREG (st.st_mode)) {
+        if (!is_url && (lstat (src, &st) < 0 || !S_ISREG (st.st_mode))) {
             (void) snprintf (src, sizeof (src), "%s/%u/stage/%d",
                              conf->nvdimm_dir, job_id, k);
             is_dir = true;
         }
         if ((sfd = open (src, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0) {
             rc = tier_errprintf (error, "stage-in: the copy of %s is "
-                                 "missing", items[k]);
+                                 "missing", target);
             break;
         }
         /* the target, as the user sees it in the job, beneath its allowed
          * root (never a symlink out of it: a bind over /etc/passwd in a
          * job with setuid binaries would give root), of the same type */
-        if ((tfd = tier_resolve_path (&m, "--tier-stage-in", items[k],
+        if ((tfd = tier_resolve_path (&m, "--tier-stage-in", target,
                                       is_dir ? TIER_RESOLVE_DIR : 0,
                                       error)) < 0) {
             close (sfd);
@@ -204,13 +246,13 @@ int tier_stage_bind (const struct tier_conf *conf, uint32_t job_id,
             close (tfd);
             errno = EINVAL;
             rc = tier_errprintf (error, "stage-in: %s changed type since it "
-                                 "was staged", items[k]);
+                                 "was staged", target);
             break;
         }
         if (tier_bind_ro (sfd, tfd, error) < 0) {
             char msg[TIER_ERROR_MAX];
             (void) snprintf (msg, sizeof (msg), "%s", error->text);
-            rc = tier_errprintf (error, "stage-in: %s: %s", items[k], msg);
+            rc = tier_errprintf (error, "stage-in: %s: %s", target, msg);
         }
         close (sfd);
         close (tfd);

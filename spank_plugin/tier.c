@@ -55,9 +55,10 @@ static struct spank_option tier_options[] = {
     { "tier-scratch", "DIR[:SIZE][:keep=W][,...]",
       "Give DIR a private node-local NVDIMM scratch view (pipeline data)",
       1, OPT_SCRATCH, opt_cb },
-    { "tier-stage-in", "PATH[,PATH]",
-      "Copy PATHs to the fast tier before tasks start (%A %a %j %u %x "
-      "%N %n patterns)", 1, OPT_STAGE_IN, opt_cb },
+    { "tier-stage-in", "PATH|URL=PATH[,...]",
+      "Copy PATHs (or s3://, https:// objects, shown at PATH) to the fast "
+      "tier before tasks start (%A %a %j %u %x %N %n patterns)", 1,
+      OPT_STAGE_IN, opt_cb },
     { "tier-stage-out", "DIR[,DIR]",
       "Write DIRs through a fast write cache, migrated to the GFS before "
       "the job completes", 1, OPT_STAGE_OUT, opt_cb },
@@ -109,7 +110,7 @@ static int opt_cb (int val, const char *optarg, int remote)
             break;
         case OPT_STAGE_IN:
             rc = store_list (tier.opts.stage_in, "--tier-stage-in", optarg,
-                             TIER_ITEM_PATTERNS, &error);
+                             TIER_ITEM_PATTERNS | TIER_ITEM_URL, &error);
             break;
         case OPT_STAGE_OUT:
             rc = store_list (tier.opts.stage_out, "--tier-stage-out", optarg,

@@ -1,10 +1,12 @@
 ## tests/endpoint.mk - integration tests of the endpoint library (TESTS += t/...)
 ##
 ## s3rver (npm, cached in /var/cache/tier-tests/s3rver) and nginx-light
-## with WebDAV over TLS, both on loopback, driven by unit/endpoint_tool.
+## with WebDAV over TLS, both on loopback, driven by unit/endpoint_tool
+## (0120), and by stage-in on the test cluster (0125).
 
 TESTS += \
-	t/0120-endpoints.t
+	t/0120-endpoints.t \
+	t/0125-stage-objstore.t
 
 EXTRA_DIST += \
 	lib/endpoints.sh \

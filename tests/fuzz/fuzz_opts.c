@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Copyright 2026 the tier developers */
 /* fuzz_opts.c - libFuzzer target: the plugin's option and argument
- * parsers (spank_plugin/opts.h, args.h, submit.h) and the lib/units.h and
- * lib/paths.h parsers they use
+ * parsers (spank_plugin/opts.h, args.h, submit.h) and the lib/units.h,
+ * lib/paths.h and lib/url.h parsers they use
  *
  * Input: two parameter bytes (flags and buffer sizes), then NUL-separated
  * pieces: the value under test, then user, job name and node name for
@@ -22,6 +22,7 @@
 
 #include "lib/paths.h"
 #include "lib/units.h"
+#include "lib/url.h"
 #include "spank_plugin/args.h"
 #include "spank_plugin/opts.h"
 #include "spank_plugin/submit.h"
@@ -68,7 +69,7 @@ static void value_checks (const char *s, const uint8_t *params,
     else
         check_error (&error);
 
-    rc = tier_opt_list_check ("--tier-fuzz", s, params[0] & 3, &uses_array,
+    rc = tier_opt_list_check ("--tier-fuzz", s, params[0] & 7, &uses_array,
                               &error);
     if (rc < 0) {
         check_error (&error);
@@ -91,6 +92,33 @@ static void value_checks (const char *s, const uint8_t *params,
             CHECK (strlen (out) < outsize);
         else
             check_error (&error);
+    }
+
+    /* URLs (lib/url.h): parsed, shown, and URL=PATH items split */
+    {
+        char url[PATH_MAX], path[PATH_MAX];
+        struct tier_url *uu;
+
+        if ((uu = tier_url_parse (s, &error))) {
+            CHECK (!strcmp (uu->text, s) && !strchr (uu->display, '\n'));
+            CHECK (uu->scheme == TIER_URL_S3 ? uu->bucket && uu->key
+                                             : uu->host && uu->path);
+            tier_url_destroy (uu);
+        }
+        else
+            check_error (&error);
+        if ((uu = tier_url_parse_input (s, &error))) {
+            CHECK (!uu->query && !tier_url_is_prefix (uu));
+            tier_url_destroy (uu);
+        }
+        else
+            check_error (&error);
+        tier_url_shown (s, out, outsize);
+        CHECK (strlen (out) < outsize && !strchr (out, '\n'));
+        if (tier_url_item_split (s, url, sizeof (url), path,
+                                 sizeof (path)) == 0)
+            CHECK (path[0] == '/' && *url
+                   && strlen (url) + 1 + strlen (path) == strlen (s));
     }
 
     /* walking a list and splitting its DIR:SIZE items */

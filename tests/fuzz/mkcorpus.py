@@ -94,6 +94,9 @@ put("opts", [
     b"\x05\x05conf=/etc/tier/tier.conf\x00default=auto\x00preload=/x.so",
     b"\x07\x07/a/../b,%%,%j%u%x%N%n%10A\\x\x00..\x00\x00/",
     b"\x03\x80required\x00--\x00-N\x002\x00--arr=2",
+    b"\x05\x30s3://bkt/in/q%a.txt=/gfs/in/q%a.txt,/gfs/x\x00alice",
+    b"\x04\x08https://u:p@[::1]:8443/dav/a%%20b?sig=1=/gfs/y\x00bob",
+    b"\x04\x40http://h/x=/gfs/a=/b,s3://Bad_b/k=/g\x00\x00job",
 ])
 
 put("names", [

@@ -5,7 +5,9 @@
 #                                    an unrelated CA (DIR/other-ca.crt)
 #   s3rver_install                   s3rver@3 into $S3RVER_CACHE (npm), once
 #   s3rver_start DIR BUCKET...       start s3rver on a free port, data in DIR;
-#                                    sets S3RVER_PID and S3RVER_PORT
+#                                    sets S3RVER_PID and S3RVER_PORT; over
+#                                    TLS with S3RVER_CERTS=CERTDIR (the
+#                                    server.key/crt of endpoints_make_ca)
 #   s3rver_stop                      stop it (by its PID)
 #   nginx_dav_start DIR CERTDIR      nginx-light over TLS with WebDAV under
 #                                    /dav/, files in DIR/www; sets NGINX_PID
@@ -61,6 +63,10 @@ s3rver_start () {
     for _b in "$@"; do
         _args="$_args --configure-bucket $_b"
     done
+    if [ -n "${S3RVER_CERTS:-}" ]; then
+        _args="$_args --key $S3RVER_CERTS/server.key"
+        _args="$_args --cert $S3RVER_CERTS/server.crt"
+    fi
     mkdir -p "$_dir/data" || return 1
     rm -f "$_dir/s3rver.out"
     # shellcheck disable=SC2086

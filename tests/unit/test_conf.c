@@ -36,6 +36,7 @@ static const char *full =
     "Enabled = no\n"
     "AgentTimeout = 5s\n"
     "SitePolicyDir = /etc/tier/site.d/%n/\n"
+    "EndpointCAFile = /etc/tier/ca-%n.pem\n"
     "\n"
     "   \t\n";
 
@@ -50,6 +51,7 @@ static void test_defaults (void **state)
     assert_true (conf->enabled);
     assert_int_equal (conf->allowed_roots_count, 0);
     assert_non_null (strstr (conf->site_policy_dir, "/policies.d"));
+    assert_string_equal (conf->endpoint_ca_file, "");
     assert_int_equal (tier_conf_socket_path (conf, path, sizeof (path)), 0);
     assert_string_equal (path, "/run/tier/tierd.sock");
     tier_conf_destroy (conf);
@@ -79,6 +81,7 @@ static void test_full (void **state)
     assert_false (conf->enabled);
     assert_true (conf->agent_timeout_ms == 5000);
     assert_string_equal (conf->site_policy_dir, "/etc/tier/site.d/n2");
+    assert_string_equal (conf->endpoint_ca_file, "/etc/tier/ca-n2.pem");
     assert_int_equal (tier_conf_expand_user (conf->bb_dir, "alice", out,
                                              sizeof (out)), 0);
     assert_string_equal (out, "/bb/alice");
@@ -126,6 +129,8 @@ static void test_errors (void **state)
     expect_error ("LogFile = /a\001b\n", "control character");
     expect_error ("SitePolicyDir = policies.d\n",
                   "SitePolicyDir: must be an absolute path");
+    expect_error ("EndpointCAFile = ca.pem\n",
+                  "EndpointCAFile: must be an absolute path");
     {
         /* a very long unknown key is clipped in the message */
         char big[3000];

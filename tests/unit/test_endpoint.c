@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Copyright 2026 the tier developers */
-/* test_endpoint.c - endpoint URLs, credentials files, part sizes and
+/* test_endpoint.c - child URLs, credentials files, part sizes and
  * multipart upload states (the parts without a server) */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -23,165 +23,8 @@ FAILALLOC_DEFINE
 #define MIB (1ull << 20)
 
 /*
- * URLs.
+ * Prefix URLs (the parser itself: test_url.c).
  */
-
-static void test_url_s3 (void **state)
-{
-    tier_error_t error;
-    struct tier_url *u;
-
-    u = tier_url_parse ("s3://my-bucket.1/a/b c/d%20e", &error);
-    assert_non_null (u);
-    assert_int_equal (u->scheme, TIER_URL_S3);
-    assert_string_equal (u->bucket, "my-bucket.1");
-    assert_string_equal (u->key, "a/b c/d%20e");    /* literal, no decoding */
-    assert_false (tier_url_is_prefix (u));
-    tier_url_destroy (u);
-
-    u = tier_url_parse ("s3://bkt/out/", &error);
-    assert_non_null (u);
-    assert_true (tier_url_is_prefix (u));
-    tier_url_destroy (u);
-    u = tier_url_parse ("s3://bkt", &error);
-    assert_non_null (u);
-    assert_string_equal (u->key, "");
-    assert_true (tier_url_is_prefix (u));
-    tier_url_destroy (u);
-}
-
-static void test_url_http (void **state)
-{
-    tier_error_t error;
-    struct tier_url *u;
-
-    u = tier_url_parse ("https://Example.org:8443/dav/a%20b?x=1&y", &error);
-    assert_non_null (u);
-    assert_int_equal (u->scheme, TIER_URL_HTTPS);
-    assert_string_equal (u->host, "Example.org");
-    assert_int_equal (u->port, 8443);
-    assert_string_equal (u->path, "/dav/a%20b");
-    assert_string_equal (u->query, "x=1&y");
-    assert_string_equal (u->display, "https://Example.org:8443/dav/a%20b?...");
-    tier_url_destroy (u);
-
-    u = tier_url_parse ("http://127.0.0.1", &error);
-    assert_non_null (u);
-    assert_int_equal (u->scheme, TIER_URL_HTTP);
-    assert_string_equal (u->path, "/");
-    assert_null (u->query);
-    assert_int_equal (u->port, 0);
-    assert_true (tier_url_is_prefix (u));
-    tier_url_destroy (u);
-
-    u = tier_url_parse ("https://[::1]:4443/x?", &error);
-    assert_non_null (u);
-    assert_string_equal (u->host, "[::1]");
-    assert_int_equal (u->port, 4443);
-    assert_string_equal (u->query, "");
-    tier_url_destroy (u);
-
-    u = tier_url_parse ("HTTPS://h/?q", &error);
-    assert_non_null (u);
-    assert_string_equal (u->path, "/");
-    tier_url_destroy (u);
-}
-
-static const struct {
-    const char *url;
-    const char *why;                /* in the message, after the URL */
-} bad_urls[] = {
-    { "", "empty URL" },
-    { "/gfs/x", "not a URL" },
-    { "ftp://h/x", "unsupported scheme 'ftp'" },
-    { "s3://", "no bucket name" },
-    { "s3:///key", "no bucket name" },
-    { "s3://ab/k", "3 to 63 characters" },
-    { "s3://Upper/k", "lower-case" },
-    { "s3://a_b/k", "lower-case" },
-    { "s3://-abc/k", "start and end" },
-    { "s3://abc-/k", "start and end" },
-    { "s3://a..b/k", "two adjacent dots" },
-    { "s3://192.168.1.1/k", "IP address" },
-    { "s3://bkt/a\nb", "control character" },
-    { "https://u:p@h/x", "credentials in the URL" },
-    { "https://h/x#frag", "fragment" },
-    { "https://h/a b", "blank or control" },
-    { "https://h:0/x", "not a port" },
-    { "https://h:x/x", "not a port" },
-    { "https://h:/x", "not a port" },
-    { "https://h:70000/x", "not a port" },
-    { "https:///x", "not a host name" },
-    { "https://h_x/x", "not a host name" },
-    { "https://[::1/x", "unterminated IPv6" },
-    { "https://[::1]x/", "after the IPv6" },
-    { "https://h/%zz", "not a %XX escape" },
-    { "https://h/%4", "not a %XX escape" },
-};
-
-static void test_url_errors (void **state)
-{
-    for (size_t i = 0; i < sizeof (bad_urls) / sizeof (bad_urls[0]); i++) {
-        tier_error_t error = { { 0 } };
-
-        errno = 0;
-        if (tier_url_parse (bad_urls[i].url, &error))
-            fail_msg ("'%s' was accepted", bad_urls[i].url);
-        assert_int_equal (errno, EINVAL);
-        if (!strstr (error.text, bad_urls[i].why))
-            fail_msg ("'%s': '%s' does not say '%s'", bad_urls[i].url,
-                      error.text, bad_urls[i].why);
-        /* the message names the URL (control characters as '?') */
-        if (*bad_urls[i].url && !strstr (bad_urls[i].url, "u:p@")
-            && strncmp (error.text, bad_urls[i].url,
-                        strlen (bad_urls[i].url) < 6
-                        ? strlen (bad_urls[i].url) : 6) != 0)
-            fail_msg ("'%s': '%s' does not start with the URL",
-                      bad_urls[i].url, error.text);
-    }
-}
-
-static void test_url_long (void **state)
-{
-    char *url = malloc (TIER_URL_MAX + 10);
-    char key[TIER_S3_KEY_MAX + 2];
-    tier_error_t error;
-
-    memset (url, 'a', TIER_URL_MAX + 9);
-    memcpy (url, "s3://bkt/", 9);
-    url[TIER_URL_MAX + 9] = '\0';
-    assert_null (tier_url_parse (url, &error));
-    assert_non_null (strstr (error.text, "longer than"));
-    assert_true (strlen (error.text) < 300);     /* the URL is cut */
-    free (url);
-    memset (key, 'k', sizeof (key) - 1);
-    key[sizeof (key) - 1] = '\0';
-    url = malloc (sizeof (key) + 16);
-    snprintf (url, sizeof (key) + 16, "s3://bkt/%s", key);
-    assert_null (tier_url_parse (url, &error));
-    assert_non_null (strstr (error.text, "1024"));
-    free (url);
-}
-
-static void test_url_redaction (void **state)
-{
-    tier_error_t error;
-    struct tier_url *u;
-
-    assert_null (tier_url_parse ("https://alice:secret@h/x?sig=abc", &error));
-    assert_null (strstr (error.text, "secret"));
-    assert_null (strstr (error.text, "alice"));
-    assert_null (strstr (error.text, "abc"));
-    assert_non_null (strstr (error.text, "https://***@h/x?..."));
-    assert_null (tier_url_parse ("http://a@b@h:99999/x", &error));
-    assert_null (strstr (error.text, "a@b"));
-    /* s3 keys may hold '?': shown whole */
-    u = tier_url_parse ("s3://bkt/what?", &error);
-    assert_non_null (u);
-    assert_string_equal (u->display, "s3://bkt/what?");
-    assert_string_equal (u->key, "what?");
-    tier_url_destroy (u);
-}
 
 static void test_url_child (void **state)
 {
@@ -642,11 +485,6 @@ static void test_failalloc_state (void **state)
 int main (void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test (test_url_s3),
-        cmocka_unit_test (test_url_http),
-        cmocka_unit_test (test_url_errors),
-        cmocka_unit_test (test_url_long),
-        cmocka_unit_test (test_url_redaction),
         cmocka_unit_test (test_url_child),
         cmocka_unit_test (test_part_size),
         cmocka_unit_test (test_upload_state),

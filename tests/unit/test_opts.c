@@ -120,6 +120,90 @@ static void test_lists (void **state)
     assert_false (a);
 }
 
+#define SI (TIER_ITEM_PATTERNS | TIER_ITEM_URL)
+
+static void test_url_items (void **state)
+{
+    tier_error_t error;
+    bool a = false;
+
+    assert_int_equal (tier_opt_list_check ("--tier-stage-in",
+                                           "s3://bkt/q%a.txt=/gfs/in/q%a.txt,"
+                                           "https://127.0.0.1:8443/dav/x%%20y"
+                                           "=/gfs/x,http://h/%u/%j=/gfs/%j,"
+                                           "/gfs/plain", SI, &a, &error), 0);
+    assert_true (a);
+    /* %a in the URL alone counts too */
+    a = false;
+    assert_int_equal (tier_opt_list_check ("--tier-stage-in",
+                                           "s3://bkt/q%3a=/gfs/in/q", SI, &a,
+                                           &error), 0);
+    assert_true (a);
+    /* no secrets in URLs: no query, no user:password@ */
+    expect_list_error ("--tier-stage-in",
+                       "https://h/x?X-Amz-Signature=s3cr3t=/gfs/x", SI,
+                       "--tier-stage-in: https://h/x?...: a query string is "
+                       "not allowed");
+    assert_null (strstr (error.text, "s3cr3t"));
+    {
+        tier_error_t e = { { 0 } };
+        assert_int_equal (tier_opt_list_check ("--tier-stage-in",
+                                               "https://al:pw@h/x=/gfs/x",
+                                               SI, NULL, &e), -1);
+        assert_non_null (strstr (e.text, "credentials in the URL"));
+        assert_null (strstr (e.text, "pw"));
+        assert_int_equal (tier_opt_list_check ("--tier-stage-in",
+                                               "https://al:pw@h/%q=/gfs/x",
+                                               SI, NULL, &e), -1);
+        assert_non_null (strstr (e.text, "unknown pattern"));
+        assert_null (strstr (e.text, "pw"));
+    }
+    /* a literal '%' of an https URL is %% */
+    expect_list_error ("--tier-stage-in", "https://h/a%20b=/gfs/x", SI,
+                       "unknown pattern");
+    expect_list_error ("--tier-stage-in", "https://h/a%7Eb=/gfs/x", SI,
+                       "write %% for a '%' of the URL");
+    /* the path is checked as any other */
+    expect_list_error ("--tier-stage-in", "s3://bkt/k", SI,
+                       "a URL needs the path to show it at: URL=/PATH");
+    expect_list_error ("--tier-stage-in", "s3://bkt/k=gfs/x", SI,
+                       "a URL needs the path");
+    expect_list_error ("--tier-stage-in", "s3://bkt/k=/gfs/../etc/x", SI,
+                       "'..' component");
+    expect_list_error ("--tier-stage-in", "s3://bkt/k=/", SI, "'/' itself");
+    expect_list_error ("--tier-stage-in", "s3://bkt/k=/gfs/%q", SI,
+                       "unknown pattern");
+    /* one object per item */
+    expect_list_error ("--tier-stage-in", "s3://bkt/dir/=/gfs/x", SI,
+                       "names a prefix");
+    expect_list_error ("--tier-stage-in", "https://h/=/gfs/x", SI,
+                       "names a prefix");
+    expect_list_error ("--tier-stage-in", "ftp://h/x=/gfs/x", SI,
+                       "unsupported scheme 'ftp'");
+    expect_list_error ("--tier-stage-in", "s3://Bkt/x=/gfs/x", SI,
+                       "lower-case");
+    /* without TIER_ITEM_URL (stage-out, batch) a URL is no path */
+    expect_list_error ("--tier-batch", "s3://bkt/k=/gfs/x", 0,
+                       "is not an absolute path");
+    {
+        static char huge[5000];
+        memset (huge, 'k', sizeof (huge) - 1);
+        memcpy (huge, "s3://bkt/", 9);
+        memcpy (huge + sizeof (huge) - 8, "=/gfs/x", 8);
+        expect_list_error ("--tier-stage-in", huge, SI, "longer than");
+    }
+    {
+        struct tier_opts o;
+        memset (&o, 0, sizeof (o));
+        strcpy (o.stage_in, "s3://bkt/q%a=/gfs/q");
+        assert_int_equal (tier_opts_check (&o, 0, &error), -1);
+        assert_non_null (strstr (error.text, "not an array job"));
+        strcpy (o.stage_in, "https://h/x?q=/gfs/q");
+        assert_int_equal (tier_opts_check (&o, -1, &error), -1);
+        assert_non_null (strstr (error.text, "query string"));
+    }
+}
+
 static void test_split_size (void **state)
 {
     char dir[256];
@@ -360,6 +444,7 @@ int main (void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (test_words),
         cmocka_unit_test (test_lists),
+        cmocka_unit_test (test_url_items),
         cmocka_unit_test (test_split_size),
         cmocka_unit_test (test_escapes),
         cmocka_unit_test (test_expand),
