@@ -15,7 +15,15 @@
 #include "lib/proto.h"
 #include "store.h"
 
+/* Connections: AGENT_CONNS_MAX in all, of which the last
+ * AGENT_CONNS_RESERVED only for root and SlurmUser (the plugin's
+ * registrations); each other user may hold ClientsPerUser (tier.conf).  A
+ * new connection must send its first request whole within
+ * AGENT_FIRST_TIMEOUT_MS, so that silent ones do not keep their slots.
+ */
 #define AGENT_CONNS_MAX 512
+#define AGENT_CONNS_RESERVED 64
+#define AGENT_FIRST_TIMEOUT_MS 5000    /* the first request must arrive */
 #define AGENT_MSG_TIMEOUT_MS 5000      /* a message must arrive whole */
 #define AGENT_IDLE_TIMEOUT_MS 120000   /* an idle connection is closed */
 #define AGENT_FLUSH_MS 2000            /* counters reach LMDB this often */
@@ -27,7 +35,9 @@ struct conn {
     struct ucred cred;          /* SO_PEERCRED at accept */
     struct tier_msgreader rd;
     struct tier_msgwriter wr;
+    int64_t accepted_ms;        /* when it was accepted */
     int64_t last_ms;            /* last activity */
+    bool spoke;                 /* a whole request has arrived */
     int64_t partial_ms;         /* when a partial message began, or 0 */
     bool closing;               /* close once the writer is drained */
     int waiting;                /* deferred replies still owed to it */
@@ -50,6 +60,7 @@ struct agent {
     bool nvdimm_tmpfs;          /* DRAM-emulated (tmpfs) */
 
     int epfd, lfd, sigfd, timerfd, lockfd;
+    bool accept_paused;         /* out of descriptors: until the next tick */
     char sockpath[4096];
     struct conn *conns;
     int nconns;

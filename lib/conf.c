@@ -60,6 +60,7 @@ static const struct conf_key keys[] = {
     { "BBMinFree", CONF_SIZE, OFF (bb_min_free), 0 },
     { "BBLockStale", CONF_SEC, OFF (bb_lock_stale), 0 },
     { "GfsStreams", CONF_COUNT, OFF (gfs_streams), 0 },
+    { "ClientsPerUser", CONF_COUNT, OFF (clients_per_user), 0 },
     { "ReplicaWait", CONF_SEC, OFF (replica_wait), 0 },
     { "AllowedRoots", CONF_PATHLIST, OFF (allowed_roots),
       OFF (allowed_roots_count) },
@@ -147,6 +148,7 @@ struct tier_conf *tier_conf_create (const char *node)
     conf->stage_out_timeout = 600;
     conf->bb_lock_stale = 30;
     conf->gfs_streams = 4;
+    conf->clients_per_user = 64;
     conf->replica_wait = 600;
     if (!(conf->socket_dir = strdup ("/run/tier"))
         || !(conf->state_dir = strdup ("/var/lib/tier"))

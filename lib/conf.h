@@ -37,6 +37,8 @@ struct tier_conf {
     uint64_t bb_lock_stale;     /* BBLockStale (s): a fetch lock whose
                                  * heartbeat stopped this long is broken */
     unsigned gfs_streams;       /* GfsStreams: concurrent GFS copies */
+    unsigned clients_per_user;  /* ClientsPerUser: a user's connections to
+                                 * the agent at once (root: no limit) */
     uint64_t replica_wait;      /* ReplicaWait (s): an open waits this long
                                  * for a replica, then reads the GFS */
     char **allowed_roots;       /* AllowedRoots: comma-separated */

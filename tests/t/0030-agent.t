@@ -209,6 +209,72 @@ test_expect_success 'a client that never reads its replies is not read from; oth
     wait_for 120 sh -c "test \$(wc -l <\"$TRASH/flood\") -ge 2" &&
     cat "$TRASH/flood" && grep -q "^100000 replies in order" "$TRASH/flood"
 '
+# A user holding connections open must not lock others out (n3's agent):
+# hold_start USER N keeps N silent connections open, reopening those the
+# agent closes; hold_stop stops reopening and waits until the agent has
+# closed the rest.
+hold_start () {
+    rm -f "$TRASH/go" "$TRASH/hold.out"
+    (as_user "$1" $RAW "$(sock n3)" hold "$2" "$TRASH/go" \
+        >"$TRASH/hold.out" 2>&1 &)
+    wait_for 60 grep -q "^holding" "$TRASH/hold.out"
+}
+hold_stop () {
+    touch "$TRASH/go"
+    wait_for 60 grep -q "^all closed by the agent" "$TRASH/hold.out"
+    _rc=$?
+    cat "$TRASH/hold.out"
+    return $_rc
+}
+# refused USER TEXT: a ping of USER to n3's agent is refused with TEXT
+refused () {
+    ! as_user "$1" $TIERCTL -N n3 ping 2>"$TRASH/refused" &&
+    grep -q "$2" "$TRASH/refused"
+}
+n3_reloads () { grep -c "notice: reloaded" "$CLUSTER/log/tierd-n3.log" || :; }
+n3_reloaded_past () { test "$(n3_reloads)" -gt "$1"; }
+test_expect_success 'bob holding 600 silent connections: alice'"'"'s job still runs tiered' '
+    $TIERCTL -N n3 ping >/dev/null 2>&1 ||
+        sbatch_wait alice -w n3 --tier-cache=auto -o /dev/null --wrap true >/dev/null;
+    $TIERCTL -N n3 ping &&
+    hold_start bob 600 &&
+    id=$(sbatch_wait alice -w n3 --tier-cache=auto -o dos.out -e dos.err \
+         --wrap "$view") &&
+    cat "$GFS/home/alice/dos.out" "$GFS/home/alice/dos.err" &&
+    grep -q "TIER $id $id $(sock n3)" "$GFS/home/alice/dos.out" &&
+    ! grep -q untiered "$GFS/home/alice/dos.err" &&
+    as_user alice $TIERCTL -N n3 ping &&
+    wait_for 30 refused bob "uid [0-9]* has 64 connections to tierd on node n3 already (ClientsPerUser)" &&
+    cat "$TRASH/refused"
+'
+test_expect_success 'the agent closes bob'"'"'s silent connections itself' '
+    hold_stop &&
+    grep -q "^reason per-user-cap: [1-9]" "$TRASH/hold.out" &&
+    grep -q "^reason first-request-timeout: [1-9]" "$TRASH/hold.out" &&
+    ! grep -q "^reason other" "$TRASH/hold.out" &&
+    $TIERCTL -N n3 ping
+'
+test_expect_success 'with ClientsPerUser above the pool, root keeps its reserved slots' '
+    cp "$CLUSTER/etc/tier.conf" "$TRASH/tier.conf.n3" &&
+    echo "ClientsPerUser = 1024" >>"$CLUSTER/etc/tier.conf" &&
+    n=$(n3_reloads) && kill -HUP $(agent_pid n3) &&
+    wait_for 10 n3_reloaded_past $n &&
+    hold_start bob 600 &&
+    wait_for 30 refused alice "serves 448 user connections already (the rest are kept for root and SlurmUser)" &&
+    cat "$TRASH/refused" &&
+    id=$(sbatch_wait alice -w n3 --tier-cache=auto -o dos2.out -e dos2.err \
+         --wrap "$view") &&
+    cat "$GFS/home/alice/dos2.out" "$GFS/home/alice/dos2.err" &&
+    grep -q "TIER $id $id $(sock n3)" "$GFS/home/alice/dos2.out" &&
+    $TIERCTL -N n3 ping &&
+    hold_stop &&
+    grep -q "^reason user-pool: [1-9]" "$TRASH/hold.out" &&
+    cp "$TRASH/tier.conf.n3" "$CLUSTER/etc/tier.conf" &&
+    n=$(n3_reloads) && kill -HUP $(agent_pid n3) &&
+    wait_for 10 n3_reloaded_past $n
+'
+touch "$TRASH/go"
+cp "$TRASH/tier.conf.n3" "$CLUSTER/etc/tier.conf" 2>/dev/null
 test_expect_success 'a second tierd on the node refuses to start; the first serves on' '
     p=$(agent_pid n1) && ino=$(stat -c %i "$(sock n1)") &&
     run_timeout 20 "$CLUSTER/lib/tierd" -F -N n1 -c "$CLUSTER/etc/tier.conf" &&
