@@ -217,6 +217,39 @@ static int expand_node (const char *in, const char *node, char *out,
     return 0;
 }
 
+int tier_conf_expand_node (const char *value, const char *node, char *out,
+                           size_t size)
+{
+    size_t o = 0;
+
+    if (!value || !out || size == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (const char *p = value; *p; p++) {
+        const char *add = p;
+        size_t len = 1;
+
+        if (p[0] == '%') {
+            if (p[1] == 'n' && tier_conf_nodename_valid (node))
+                len = strlen (add = node);
+            else if (p[1] != '%') {
+                errno = EINVAL;
+                return -1;
+            }
+            p++;
+        }
+        if (o + len >= size) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        memcpy (out + o, add, len);
+        o += len;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
 int tier_conf_expand_user (const char *value, const char *user, char *out,
                            size_t size)
 {

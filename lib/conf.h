@@ -81,6 +81,13 @@ int tier_conf_load (struct tier_conf *conf, const char *path,
 int tier_conf_expand_user (const char *value, const char *user, char *out,
                            size_t size);
 
+/* Expand %n (node) and %% in a path such as the plugin's conf= argument
+ * into out.  Returns 0, or -1 with errno EINVAL (another %-sequence, or
+ * %n and no valid node) or ENAMETOOLONG.
+ */
+int tier_conf_expand_node (const char *value, const char *node, char *out,
+                           size_t size);
+
 /* True if name is a valid NodeName for %n ([A-Za-z0-9._-], 1..63). */
 bool tier_conf_nodename_valid (const char *name);
 

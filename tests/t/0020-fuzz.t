@@ -44,7 +44,8 @@ sources_of () {
         msgreader) echo lib/proto.c lib/error.c ;;
         conf) echo lib/conf.c lib/paths.c lib/units.c lib/error.c ;;
         opts) echo spank_plugin/opts.c spank_plugin/args.c \
-                  spank_plugin/submit.c lib/paths.c lib/units.c lib/error.c ;;
+                  spank_plugin/submit.c lib/conf.c lib/paths.c lib/units.c \
+                  lib/error.c ;;
         names) echo agent/peer.c lib/state.c lib/counters.c lib/log.c \
                    lib/error.c ;;
         evt) echo lib/evt_csv.c lib/error.c ;;

@@ -88,6 +88,20 @@ static void test_full (void **state)
     assert_int_equal (tier_conf_expand_user ("/x/%%u/%u", "bob", out,
                                              sizeof (out)), 0);
     assert_string_equal (out, "/x/%u/bob");
+    assert_int_equal (tier_conf_expand_node ("/etc/tier/%n/t%%.conf", "n2",
+                                             out, sizeof (out)), 0);
+    assert_string_equal (out, "/etc/tier/n2/t%.conf");
+    assert_int_equal (tier_conf_expand_node ("/a/%u", "n2", out,
+                                             sizeof (out)), -1);
+    assert_int_equal (errno, EINVAL);
+    assert_int_equal (tier_conf_expand_node ("/a/%", "n2", out,
+                                             sizeof (out)), -1);
+    assert_int_equal (tier_conf_expand_node ("/a/%n", "../x", out,
+                                             sizeof (out)), -1);
+    assert_int_equal (tier_conf_expand_node ("/a/%n", NULL, out,
+                                             sizeof (out)), -1);
+    assert_int_equal (tier_conf_expand_node ("/a/%n", "node1", out, 8), -1);
+    assert_int_equal (errno, ENAMETOOLONG);
     assert_int_equal (tier_conf_expand_user ("/x/%u", "../a", out,
                                              sizeof (out)), -1);
     assert_int_equal (tier_conf_expand_user ("/x/%u", "", out,

@@ -276,6 +276,8 @@ static void test_args (void **state)
     char *bad2[] = { "bogus=1" };
     char *bad3[] = { "default=sometimes" };
     char *bad4[] = { "noequals" };
+    char *pernode[] = { "conf=/etc/tier/%n.conf" };
+    char *bad5[] = { "conf=/etc/tier/%u.conf" };
 
     assert_int_equal (tier_args_parse (0, NULL, &a, &error), 0);
     assert_int_equal (a.default_mode, TIER_CACHE_OFF);
@@ -291,6 +293,12 @@ static void test_args (void **state)
     assert_int_equal (tier_args_parse (1, bad3, &a, &error), -1);
     assert_non_null (strstr (error.text, "default"));
     assert_int_equal (tier_args_parse (1, bad4, &a, &error), -1);
+    /* %n in conf=: expanded on the node (tier_load_conf) */
+    assert_int_equal (tier_args_parse (1, pernode, &a, &error), 0);
+    assert_string_equal (a.conf, "/etc/tier/%n.conf");
+    assert_int_equal (tier_args_parse (1, bad5, &a, &error), -1);
+    assert_string_equal (error.text, "plugstack argument conf: only %n and "
+                         "%% may follow a %");
 }
 
 static void test_sbatch_argv (void **state)
