@@ -77,13 +77,18 @@ struct agent {
 };
 
 int64_t agent_now_ms (void);
-/* main.c: the uid of the configuration's SlurmUser, or (uid_t) -1 */
+/* rpc.c: the uid of the configuration's SlurmUser, or (uid_t) -1 */
 uid_t agent_slurm_uid (const struct tier_conf *conf);
 
 /* server.c */
 int server_init (struct agent *a, tier_error_t *error);
 void server_fini (struct agent *a);
 int server_run (struct agent *a);
+/* A connected client socket, watched from now on (NULL: fd is still the
+ * caller's); and closing one (replies it is owed are dropped). */
+struct conn *server_conn_add (struct agent *a, int fd,
+                              const struct ucred *cred);
+void server_conn_close (struct agent *a, struct conn *c);
 
 /* rpc.c: handle one request.  Returns the response body (malloc'd), or
  * NULL with *deferred set when a handler will answer later
@@ -164,6 +169,7 @@ void mirror_drop (struct agent *a, uid_t uid, const char *key,
 
 /* migrate.c: stage-out, the write cache's migrations to the GFS */
 int migrate_init (struct agent *a);
+void migrate_fini (struct agent *a);  /* forget every job's migration */
 json_t *op_job_stageout (struct agent *a, struct conn *c, json_t *req,
                          tier_error_t *error);
 json_t *op_job_stageout_sync (struct agent *a, struct conn *c, json_t *req,

@@ -184,8 +184,10 @@ static void conn_close (struct agent *a, struct conn *c)
         replica_conn_gone (a, c);
     if (c->waiting)
         migrate_conn_gone (a, c);
-    (void) epoll_ctl (a->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-    close (c->fd);
+    if (c->fd >= 0) {
+        (void) epoll_ctl (a->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        close (c->fd);
+    }
     tier_msgreader_fini (&c->rd);
     tier_msgwriter_fini (&c->wr);
     if (c->prev)
@@ -340,6 +342,39 @@ void server_reply (struct agent *a, struct conn *c, uint32_t id, char *body)
     (void) conn_flush (a, c);
 }
 
+struct conn *server_conn_add (struct agent *a, int fd,
+                              const struct ucred *cred)
+{
+    struct epoll_event ev = { .events = EPOLLIN };
+    struct conn *c;
+
+    if (!(c = calloc (1, sizeof (*c))))
+        return NULL;
+    c->fd = fd;
+    c->cred = *cred;
+    tier_msgreader_init (&c->rd, TIER_MSG_MAX);
+    c->accepted_ms = c->last_ms = agent_now_ms ();
+    c->next = a->conns;
+    if (a->conns)
+        a->conns->prev = c;
+    a->conns = c;
+    a->nconns++;
+    ev.data.ptr = c;
+    if (epoll_ctl (a->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        tier_log_error ("epoll_ctl");
+        c->fd = -1;                     /* the caller still owns fd */
+        conn_close (a, c);
+        errno = EIO;
+        return NULL;
+    }
+    return c;
+}
+
+void server_conn_close (struct agent *a, struct conn *c)
+{
+    conn_close (a, c);
+}
+
 /* Whether a client of uid may have one more connection; if not, why. */
 static bool conn_admit (struct agent *a, uid_t uid, char *why, size_t size)
 {
@@ -445,26 +480,8 @@ static void do_accept (struct agent *a)
             conn_refuse (fd, &cred, why);
             continue;
         }
-        if (!(c = calloc (1, sizeof (*c)))) {
+        if (!(c = server_conn_add (a, fd, &cred)))
             conn_refuse (fd, &cred, "out of memory");
-            continue;
-        }
-        c->fd = fd;
-        c->cred = cred;
-        tier_msgreader_init (&c->rd, TIER_MSG_MAX);
-        c->accepted_ms = c->last_ms = agent_now_ms ();
-        c->next = a->conns;
-        if (a->conns)
-            a->conns->prev = c;
-        a->conns = c;
-        a->nconns++;
-        {
-            struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
-            if (epoll_ctl (a->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-                tier_log_error ("epoll_ctl");
-                conn_close (a, c);
-            }
-        }
     }
 }
 
