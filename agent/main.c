@@ -6,7 +6,7 @@
  *
  * One per node, as root, started from the host namespace: by the plugin
  * when a tier job reaches a node and no agent answers (spank_plugin/
- * spawn.c), or by the site's service manager (-F, etc/tierd.service).  A
+ * spawn.c), or by the site's service manager (-F, etc/tierd.service.in).  A
  * lock in StateDir makes it a single instance per node.
  */
 #if HAVE_CONFIG_H
