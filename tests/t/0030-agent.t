@@ -24,19 +24,42 @@ view='echo "V ${SLURM_PROCID:-0} $SLURMD_NODENAME $SLURM_JOB_ID ${SLURM_ARRAY_JO
 test_expect_success 'no agent runs before a tier job' '
     ! agent_alive n1 && ! agent_alive n2 && ! agent_alive n3
 '
+# tasks that print their view, then wait until the test creates a file
+hold_view () { echo "$view; while ! test -e $1; do sleep 0.2; done"; }
+# views FILE N: FILE holds N task views
+views () { test "$(grep -c "^V " "$1" 2>/dev/null)" = "$2"; }
 test_expect_success 'a 4-task array as alice: every task sees its tier environment' '
-    id=$(sbatch_wait alice --array=1-4 --tier-cache=auto -o "env-%a.out" \
-         --wrap "$view; sleep 1") &&
-    test "$(job_state $id)" = COMPLETED &&
-    for i in 1 2 3 4; do
+    cd "$GFS/home/alice" &&
+    id=$(as_user alice sbatch --parsable --array=1-4 --tier-cache=auto \
+         -o "env-%a.out" --wrap "$(hold_view "$TRASH/go-array")") &&
+    (for i in 1 2 3 4; do
+        wait_for 120 views "env-$i.out" 1 || exit 1
+    done) &&
+    (for i in 1 2 3 4; do
         f="$GFS/home/alice/env-$i.out"; cat "$f"
         read -r _ _ node jid ajid atid _ tjob tbatch tsock <"$f" &&
         test "$ajid" = "$id" && test "$atid" = "$i" &&
         test "$tjob" = "$jid" && test "$tbatch" = "$id" &&
-        test "$tsock" = "$(sock $node)" || exit 1
-    done
+        test "$tsock" = "$(sock $node)" &&
+        echo "$node $jid" >>"$TRASH/array-tasks" || exit 1
+    done)
 '
 ARRAY=$id
+test_expect_success 'while they run, each node'"'"'s agent lists its array tasks as running' '
+    cat "$TRASH/array-tasks" &&
+    (while read -r node jid; do
+        wait_for 20 jobs_has alice $node $jid running || exit 1
+    done <"$TRASH/array-tasks")
+'
+test_expect_success 'the array completes; its tasks are listed as ended' '
+    touch "$TRASH/go-array" &&
+    wait_for 120 job_done $ARRAY &&
+    test "$(job_state $ARRAY)" = COMPLETED &&
+    (while read -r node jid; do
+        wait_for 20 jobs_has alice $node $jid ended || exit 1
+    done <"$TRASH/array-tasks")
+'
+touch "$TRASH/go-array"
 test_expect_success 'the agents that jobs started are still running (linuxproc)' '
     agent_alive n1 && ps -o pid,ppid,sid,cmd -p $(agent_pid n1) &&
     test "$(ps -o ppid= -p $(agent_pid n1) | tr -d " ")" = 1
@@ -56,16 +79,34 @@ test_expect_success 'the agent runs in the host mount namespace, with a clean en
     ! grep -q "slurm\|spool\|/gfs/home" "$TRASH/fds"
 '
 test_expect_success 'an srun -N3 -n6 step: each task has its own node socket' '
-    (cd "$GFS/home/alice" && run_timeout 60 runuser -u alice -- \
+    (cd "$GFS/home/alice" && run_timeout 120 runuser -u alice -- \
         env SLURM_CONF="$SLURM_CONF" srun -N3 -n6 --tier-cache=auto \
-        sh -c "$view") >"$TRASH/srun.out" && cat "$TRASH/srun.out" &&
-    test "$(grep -c "^V " "$TRASH/srun.out")" = 6 &&
+        sh -c "$(hold_view "$TRASH/go-srun")" >"$TRASH/srun.out" \
+        2>"$TRASH/srun.err"; echo $? >"$TRASH/srun.rc") &
+    wait_for 120 views "$TRASH/srun.out" 6 && cat "$TRASH/srun.out" &&
     while read -r _ rank node jid _ _ _ tjob tbatch tsock; do
         test "$tjob" = "$jid" && test "$tbatch" = "$jid" &&
         test "$tsock" = "$(sock $node)" || exit 1
     done <"$TRASH/srun.out" &&
     test "$(awk "{print \$3}" "$TRASH/srun.out" | sort -u | wc -l)" = 3
 '
+SRUNJOB=$(awk '/^V /{print $4; exit}' "$TRASH/srun.out" 2>/dev/null)
+test_expect_success 'while the step runs, it is listed as running on its three nodes' '
+    test -n "$SRUNJOB" &&
+    (for node in n1 n2 n3; do
+        wait_for 20 jobs_has alice $node $SRUNJOB running || exit 1
+    done)
+'
+test_expect_success 'the step ends; its job is listed as ended on its three nodes' '
+    touch "$TRASH/go-srun" &&
+    wait_for 120 test -s "$TRASH/srun.rc" && cat "$TRASH/srun.err" &&
+    test "$(cat "$TRASH/srun.rc")" = 0 &&
+    wait_for 60 job_done $SRUNJOB &&
+    (for node in n1 n2 n3; do
+        wait_for 20 jobs_has alice $node $SRUNJOB ended || exit 1
+    done)
+'
+touch "$TRASH/go-srun"
 test_expect_success 'with --tier-batch the interposer is preloaded into the tasks, else not' '
     (cd "$GFS/home/alice" && as_user alice srun -w n1 --tier-batch=$GFS/home/alice sh -c "echo \$LD_PRELOAD") >"$TRASH/pre1" &&
     (cd "$GFS/home/alice" && as_user alice srun -w n1 --tier-cache=auto sh -c "echo P\$LD_PRELOAD") >"$TRASH/pre2" &&
