@@ -15,7 +15,15 @@
 #include "lib/proto.h"
 #include "store.h"
 
+/* Connections: AGENT_CONNS_MAX in all, of which the last
+ * AGENT_CONNS_RESERVED only for root and SlurmUser (the plugin's
+ * registrations); each other user may hold ClientsPerUser (tier.conf).  A
+ * new connection must send its first request whole within
+ * AGENT_FIRST_TIMEOUT_MS, so that silent ones do not keep their slots.
+ */
 #define AGENT_CONNS_MAX 512
+#define AGENT_CONNS_RESERVED 64
+#define AGENT_FIRST_TIMEOUT_MS 5000    /* the first request must arrive */
 #define AGENT_MSG_TIMEOUT_MS 5000      /* a message must arrive whole */
 #define AGENT_IDLE_TIMEOUT_MS 120000   /* an idle connection is closed */
 #define AGENT_FLUSH_MS 2000            /* counters reach LMDB this often */
@@ -27,7 +35,9 @@ struct conn {
     struct ucred cred;          /* SO_PEERCRED at accept */
     struct tier_msgreader rd;
     struct tier_msgwriter wr;
+    int64_t accepted_ms;        /* when it was accepted */
     int64_t last_ms;            /* last activity */
+    bool spoke;                 /* a whole request has arrived */
     int64_t partial_ms;         /* when a partial message began, or 0 */
     bool closing;               /* close once the writer is drained */
     int waiting;                /* deferred replies still owed to it */
@@ -52,6 +62,7 @@ struct agent {
     int scratch_jobs;           /* running jobs with scratch in use */
 
     int epfd, lfd, sigfd, timerfd, lockfd;
+    bool accept_paused;         /* out of descriptors: until the next tick */
     char sockpath[4096];
     struct conn *conns;
     int nconns;
@@ -68,13 +79,18 @@ struct agent {
 };
 
 int64_t agent_now_ms (void);
-/* main.c: the uid of the configuration's SlurmUser, or (uid_t) -1 */
+/* rpc.c: the uid of the configuration's SlurmUser, or (uid_t) -1 */
 uid_t agent_slurm_uid (const struct tier_conf *conf);
 
 /* server.c */
 int server_init (struct agent *a, tier_error_t *error);
 void server_fini (struct agent *a);
 int server_run (struct agent *a);
+/* A connected client socket, watched from now on (NULL: fd is still the
+ * caller's); and closing one (replies it is owed are dropped). */
+struct conn *server_conn_add (struct agent *a, int fd,
+                              const struct ucred *cred);
+void server_conn_close (struct agent *a, struct conn *c);
 
 /* rpc.c: handle one request.  Returns the response body (malloc'd), or
  * NULL with *deferred set when a handler will answer later
@@ -156,6 +172,7 @@ void mirror_drop (struct agent *a, uid_t uid, const char *key,
 
 /* migrate.c: stage-out, the write cache's migrations to the GFS */
 int migrate_init (struct agent *a);
+void migrate_fini (struct agent *a);  /* forget every job's migration */
 json_t *op_job_stageout (struct agent *a, struct conn *c, json_t *req,
                          tier_error_t *error);
 json_t *op_job_stageout_sync (struct agent *a, struct conn *c, json_t *req,

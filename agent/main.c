@@ -6,7 +6,7 @@
  *
  * One per node, as root, started from the host namespace: by the plugin
  * when a tier job reaches a node and no agent answers (spank_plugin/
- * spawn.c), or by the site's service manager (-F, etc/tierd.service).  A
+ * spawn.c), or by the site's service manager (-F, etc/tierd.service.in).  A
  * lock in StateDir makes it a single instance per node.
  */
 #if HAVE_CONFIG_H
@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,13 +120,6 @@ static int take_lock (struct agent *a)
     return 0;
 }
 
-uid_t agent_slurm_uid (const struct tier_conf *conf)
-{
-    struct passwd *pw = getpwnam (conf->slurm_user);
-
-    return pw ? pw->pw_uid : (uid_t) -1;
-}
-
 int main (int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -223,6 +215,7 @@ int main (int argc, char **argv)
     (void) server_run (&a);
     replica_fini (&a);
     server_fini (&a);
+    migrate_fini (&a);
     store_close (a.store);
     free (a.pending);
     tier_log (LOG_NOTICE, "tierd stopped");

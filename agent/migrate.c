@@ -2015,6 +2015,14 @@ void migrate_job_end (struct agent *a, const struct store_job *job)
     }
 }
 
+void migrate_fini (struct agent *a)
+{
+    /* a migrator ends when its command pipe closes, as when the agent
+     * exits; the outboxes stay for the next agent */
+    while (migs)
+        mig_free (migs);
+}
+
 void migrate_conn_gone (struct agent *a, struct conn *c)
 {
     for (struct mig *g = migs; g; g = g->next) {

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,13 @@ char *rpc_error_body (int errnum, const char *fmt, ...)
     s = json_dumps (o, JSON_COMPACT);
     json_decref (o);
     return s;
+}
+
+uid_t agent_slurm_uid (const struct tier_conf *conf)
+{
+    struct passwd *pw = getpwnam (conf->slurm_user);
+
+    return pw ? pw->pw_uid : (uid_t) -1;
 }
 
 bool agent_privileged (struct agent *a, uid_t uid)

@@ -9,6 +9,12 @@
  * connection is closed after it.  A client that sends requests without
  * reading the replies is not read from while AGENT_WQUEUE_MAX bytes of
  * replies wait for it.
+ *
+ * Connection slots are shared so that no user can take them all: each
+ * user (but root and SlurmUser) may hold ClientsPerUser connections, all
+ * users together AGENT_CONNS_MAX - AGENT_CONNS_RESERVED, and a connection
+ * that has not sent its first request whole within AGENT_FIRST_TIMEOUT_MS
+ * is closed.  A refused client gets an error reply saying why.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -179,8 +185,10 @@ static void conn_close (struct agent *a, struct conn *c)
         replica_conn_gone (a, c);
     if (c->waiting)
         migrate_conn_gone (a, c);
-    (void) epoll_ctl (a->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-    close (c->fd);
+    if (c->fd >= 0) {
+        (void) epoll_ctl (a->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        close (c->fd);
+    }
     tier_msgreader_fini (&c->rd);
     tier_msgwriter_fini (&c->wr);
     if (c->prev)
@@ -228,8 +236,11 @@ static void conn_want_write (struct agent *a, struct conn *c, bool on)
 static int conn_flush (struct agent *a, struct conn *c)
 {
     tier_error_t error;
+    size_t queued = tier_msgwriter_bytes (&c->wr);
     int rc = tier_msgwriter_flush (&c->wr, c->fd, &error);
 
+    if (rc >= 0 && tier_msgwriter_bytes (&c->wr) < queued)
+        c->last_ms = agent_now_ms ();   /* the client reads: activity */
     if (rc < 0) {
         tier_log (LOG_DEBUG, "client pid %d: %s", (int) c->cred.pid,
                   error.text);
@@ -289,6 +300,7 @@ static void conn_read (struct agent *a, struct conn *c)
             break;
         }
         c->partial_ms = 0;
+        c->spoke = true;
         {
             const struct tier_msghdr *h = tier_msgreader_hdr (&c->rd);
             int fds[TIER_MSG_FDS_MAX];
@@ -331,45 +343,146 @@ void server_reply (struct agent *a, struct conn *c, uint32_t id, char *body)
     (void) conn_flush (a, c);
 }
 
+struct conn *server_conn_add (struct agent *a, int fd,
+                              const struct ucred *cred)
+{
+    struct epoll_event ev = { .events = EPOLLIN };
+    struct conn *c;
+
+    if (!(c = calloc (1, sizeof (*c))))
+        return NULL;
+    c->fd = fd;
+    c->cred = *cred;
+    tier_msgreader_init (&c->rd, TIER_MSG_MAX);
+    c->accepted_ms = c->last_ms = agent_now_ms ();
+    c->next = a->conns;
+    if (a->conns)
+        a->conns->prev = c;
+    a->conns = c;
+    a->nconns++;
+    ev.data.ptr = c;
+    if (epoll_ctl (a->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        tier_log_error ("epoll_ctl");
+        c->fd = -1;                     /* the caller still owns fd */
+        conn_close (a, c);
+        errno = EIO;
+        return NULL;
+    }
+    return c;
+}
+
+void server_conn_close (struct agent *a, struct conn *c)
+{
+    conn_close (a, c);
+}
+
+/* Whether a client of uid may have one more connection; if not, why. */
+static bool conn_admit (struct agent *a, uid_t uid, char *why, size_t size)
+{
+    int users = 0, mine = 0;
+
+    if (a->nconns >= AGENT_CONNS_MAX) {
+        (void) snprintf (why, size, "tierd on node %s serves %d connections "
+                         "already", a->node, a->nconns);
+        return false;
+    }
+    if (agent_privileged (a, uid))
+        return true;
+    for (struct conn *c = a->conns; c; c = c->next) {
+        if (!agent_privileged (a, c->cred.uid))
+            users++;
+        if (c->cred.uid == uid)
+            mine++;
+    }
+    if (mine >= (int) a->conf->clients_per_user) {
+        (void) snprintf (why, size, "uid %d has %d connections to tierd on "
+                         "node %s already (ClientsPerUser)", (int) uid, mine,
+                         a->node);
+        return false;
+    }
+    if (users >= AGENT_CONNS_MAX - AGENT_CONNS_RESERVED) {
+        (void) snprintf (why, size, "tierd on node %s serves %d user "
+                         "connections already (the rest are kept for root "
+                         "and SlurmUser)", a->node, users);
+        return false;
+    }
+    return true;
+}
+
+/* A refused connection: one error reply (if the socket takes it at once),
+ * then close.  Logged at most once a second, with how many were refused.
+ */
+static void conn_refuse (int fd, const struct ucred *cred, const char *why)
+{
+    static int64_t last_ms;
+    static unsigned long quiet;
+    struct tier_msgwriter w;
+    tier_error_t error;
+    char *body = rpc_error_body (EAGAIN, "%s", why);
+    int64_t now = agent_now_ms ();
+
+    if (now - last_ms >= 1000) {
+        tier_log (LOG_WARNING, "client pid %d uid %d refused: %s "
+                  "(%lu more refused since the last message)",
+                  (int) cred->pid, (int) cred->uid, why, quiet);
+        last_ms = now;
+        quiet = 0;
+    }
+    else
+        quiet++;
+    tier_msgwriter_init (&w);
+    if (body && tier_msgwriter_queue (&w, TIER_MSG_RESPONSE, 0, body,
+                                      strlen (body), NULL, 0) == 0)
+        (void) tier_msgwriter_flush (&w, fd, &error);
+    tier_msgwriter_fini (&w);
+    free (body);
+    close (fd);
+}
+
+/* Out of descriptors: stop accepting until the next timer tick (the
+ * listener would wake the loop at once, again and again).
+ */
+static void accept_pause (struct agent *a, int errnum, bool pause)
+{
+    struct epoll_event ev = { .events = pause ? 0 : EPOLLIN,
+                              .data.u64 = EV_LISTEN };
+
+    if (pause)
+        tier_log (LOG_WARNING, "accept: %s; not accepting for a second",
+                  strerror (errnum));
+    if (epoll_ctl (a->epfd, EPOLL_CTL_MOD, a->lfd, &ev) == 0)
+        a->accept_paused = pause;
+}
+
 static void do_accept (struct agent *a)
 {
     for (int n = 0; n < 64; n++) {
         struct conn *c;
-        socklen_t len = sizeof (struct ucred);
+        struct ucred cred;
+        socklen_t len = sizeof (cred);
+        char why[256];
         int fd = accept4 (a->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EINTR)
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS
+                || errno == ENOMEM)
+                accept_pause (a, errno, true);
+            else if (errno != EAGAIN && errno != EINTR
+                     && errno != ECONNABORTED)
                 tier_log_error ("accept");
             return;
         }
-        if (a->nconns >= AGENT_CONNS_MAX || !(c = calloc (1, sizeof (*c)))) {
-            tier_log (LOG_WARNING, "too many clients (%d): refusing one",
-                      a->nconns);
-            close (fd);
-            continue;
-        }
-        c->fd = fd;
-        if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0) {
+        if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
             tier_log_error ("SO_PEERCRED");
             close (fd);
-            free (c);
             continue;
         }
-        tier_msgreader_init (&c->rd, TIER_MSG_MAX);
-        c->last_ms = agent_now_ms ();
-        c->next = a->conns;
-        if (a->conns)
-            a->conns->prev = c;
-        a->conns = c;
-        a->nconns++;
-        {
-            struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
-            if (epoll_ctl (a->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-                tier_log_error ("epoll_ctl");
-                conn_close (a, c);
-            }
+        if (!conn_admit (a, cred.uid, why, sizeof (why))) {
+            conn_refuse (fd, &cred, why);
+            continue;
         }
+        if (!(c = server_conn_add (a, fd, &cred)))
+            conn_refuse (fd, &cred, "out of memory");
     }
 }
 
@@ -427,9 +540,24 @@ static void do_timer (struct agent *a)
     while (read (a->timerfd, &ticks, sizeof (ticks)) == sizeof (ticks))
         ;
     reap_children (a);
+    if (a->accept_paused)
+        accept_pause (a, 0, false);
     for (c = a->conns; c; c = next) {
         next = c->next;
-        if (c->partial_ms && now - c->partial_ms > AGENT_MSG_TIMEOUT_MS) {
+        if (c->closing) {
+            /* its last replies have not moved for a while: the client
+             * does not read them */
+            if (now - c->last_ms > AGENT_MSG_TIMEOUT_MS)
+                conn_close (a, c);
+        }
+        else if (!c->spoke && !c->waiting
+                 && now - c->accepted_ms > AGENT_FIRST_TIMEOUT_MS) {
+            conn_fail (a, c, ETIMEDOUT, c->partial_ms
+                       ? "a message did not arrive whole within 5 s"
+                       : "no whole request within 5 s of connecting");
+            (void) conn_flush (a, c);
+        }
+        else if (c->partial_ms && now - c->partial_ms > AGENT_MSG_TIMEOUT_MS) {
             conn_fail (a, c, ETIMEDOUT, "a message did not arrive whole "
                        "within 5 s");
             (void) conn_flush (a, c);

@@ -219,15 +219,39 @@ int tier_client_call_fds (int fd, const char *body, const int *fds,
                                "than the %d allowed", len, TIER_MSG_MAX);
     }
     if (tier_msg_send (fd, TIER_MSG_REQUEST, id, body, len, fds, nfds,
-                       timeout_ms, error) < 0
-        || tier_msg_recv (fd, &hdr, &rbody, got, &ngot, maxrfds,
-                          TIER_MSG_MAX, remaining_ms (deadline), error) < 0)
+                       timeout_ms, error) < 0) {
+        int saved = errno;
+        tier_error_t e2;
+
+        /* closed on us: the agent may have said why (refused) first */
+        if ((saved != EPIPE && saved != ECONNRESET)
+            || tier_msg_recv (fd, &hdr, &rbody, got, &ngot, 0, TIER_MSG_MAX,
+                              0, &e2) < 0
+            || hdr.type != TIER_MSG_RESPONSE || hdr.id != 0
+            || tier_jr_validate (rbody, hdr.len) < 0
+            || tier_jr_get_raw (rbody, hdr.len, "error", NULL, NULL) < 0) {
+            free (rbody);
+            errno = saved;
+            return -1;
+        }
+        error_reply (rbody, hdr.len, error);
+        goto error;
+    }
+    if (tier_msg_recv (fd, &hdr, &rbody, got, &ngot, maxrfds,
+                       TIER_MSG_MAX, remaining_ms (deadline), error) < 0)
         return -1;
     if (hdr.version != TIER_PROTO_VERSION) {
         errno = EPROTO;
         tier_errprintf (error, "tierd speaks protocol version %u, this "
                         "client %u", (unsigned int) hdr.version,
                         (unsigned int) TIER_PROTO_VERSION);
+        goto error;
+    }
+    /* id 0: an error about the connection itself (refused, timed out) */
+    if (hdr.type == TIER_MSG_RESPONSE && hdr.id == 0
+        && tier_jr_validate (rbody, hdr.len) == 0
+        && tier_jr_get_raw (rbody, hdr.len, "error", NULL, NULL) == 0) {
+        error_reply (rbody, hdr.len, error);
         goto error;
     }
     if (hdr.type != TIER_MSG_RESPONSE || hdr.id != id) {

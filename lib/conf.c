@@ -60,6 +60,7 @@ static const struct conf_key keys[] = {
     { "BBMinFree", CONF_SIZE, OFF (bb_min_free), 0 },
     { "BBLockStale", CONF_SEC, OFF (bb_lock_stale), 0 },
     { "GfsStreams", CONF_COUNT, OFF (gfs_streams), 0 },
+    { "ClientsPerUser", CONF_COUNT, OFF (clients_per_user), 0 },
     { "ReplicaWait", CONF_SEC, OFF (replica_wait), 0 },
     { "AllowedRoots", CONF_PATHLIST, OFF (allowed_roots),
       OFF (allowed_roots_count) },
@@ -148,6 +149,7 @@ struct tier_conf *tier_conf_create (const char *node)
     conf->stage_out_timeout = 600;
     conf->bb_lock_stale = 30;
     conf->gfs_streams = 4;
+    conf->clients_per_user = 64;
     conf->replica_wait = 600;
     if (!(conf->socket_dir = strdup ("/run/tier"))
         || !(conf->state_dir = strdup ("/var/lib/tier"))
@@ -208,6 +210,39 @@ static int expand_node (const char *in, const char *node, char *out,
         len = strlen (add);
         if (o + len >= size) {
             *problem = "value too long";
+            return -1;
+        }
+        memcpy (out + o, add, len);
+        o += len;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+int tier_conf_expand_node (const char *value, const char *node, char *out,
+                           size_t size)
+{
+    size_t o = 0;
+
+    if (!value || !out || size == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (const char *p = value; *p; p++) {
+        const char *add = p;
+        size_t len = 1;
+
+        if (p[0] == '%') {
+            if (p[1] == 'n' && tier_conf_nodename_valid (node))
+                len = strlen (add = node);
+            else if (p[1] != '%') {
+                errno = EINVAL;
+                return -1;
+            }
+            p++;
+        }
+        if (o + len >= size) {
+            errno = ENAMETOOLONG;
             return -1;
         }
         memcpy (out + o, add, len);

@@ -37,6 +37,8 @@ struct tier_conf {
     uint64_t bb_lock_stale;     /* BBLockStale (s): a fetch lock whose
                                  * heartbeat stopped this long is broken */
     unsigned gfs_streams;       /* GfsStreams: concurrent GFS copies */
+    unsigned clients_per_user;  /* ClientsPerUser: a user's connections to
+                                 * the agent at once (root: no limit) */
     uint64_t replica_wait;      /* ReplicaWait (s): an open waits this long
                                  * for a replica, then reads the GFS */
     char **allowed_roots;       /* AllowedRoots: comma-separated */
@@ -79,6 +81,13 @@ int tier_conf_load (struct tier_conf *conf, const char *path,
  * Returns 0, or -1 with errno ENAMETOOLONG/EINVAL.
  */
 int tier_conf_expand_user (const char *value, const char *user, char *out,
+                           size_t size);
+
+/* Expand %n (node) and %% in a path such as the plugin's conf= argument
+ * into out.  Returns 0, or -1 with errno EINVAL (another %-sequence, or
+ * %n and no valid node) or ENAMETOOLONG.
+ */
+int tier_conf_expand_node (const char *value, const char *node, char *out,
                            size_t size);
 
 /* True if name is a valid NodeName for %n ([A-Za-z0-9._-], 1..63). */

@@ -5,9 +5,11 @@
 #include "config.h"
 #endif
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/conf.h"
 #include "lib/paths.h"
 #include "args.h"
 
@@ -54,9 +56,17 @@ int tier_args_parse (int ac, char **av, struct tier_args *args,
                                    "preload=)", a);
         }
         if (!strncmp (a, "conf=", 5)) {
+            char tmp[PATH_MAX];
             if (set_path ("conf", eq + 1, args->conf, sizeof (args->conf),
                           error) < 0)
                 return -1;
+            /* %n: the node's NodeName, expanded on the node */
+            if (tier_conf_expand_node (args->conf, "n", tmp,
+                                       sizeof (tmp)) < 0) {
+                errno = EINVAL;
+                return tier_errprintf (error, "plugstack argument conf: "
+                                       "only %%n and %%%% may follow a %%");
+            }
         }
         else if (!strncmp (a, "preload=", 8)) {
             if (set_path ("preload", eq + 1, args->preload,

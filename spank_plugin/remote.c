@@ -51,11 +51,17 @@ struct tier_conf *tier_load_conf (tier_error_t *error)
         tier_errprintf (error, "SLURMD_NODENAME is not set or invalid");
         return NULL;
     }
+    if (tier_conf_expand_node (tier.args.conf, node, tier.conf_path,
+                               sizeof (tier.conf_path)) < 0) {
+        tier_errprintf (error, "plugstack argument conf: %s: %s",
+                        tier.args.conf, strerror (errno));
+        return NULL;
+    }
     if (!(conf = tier_conf_create (node))) {
         tier_errprintf (error, "out of memory");
         return NULL;
     }
-    if (tier_conf_load (conf, tier.args.conf, true, error) < 0) {
+    if (tier_conf_load (conf, tier.conf_path, true, error) < 0) {
         tier_conf_destroy (conf);
         return NULL;
     }
@@ -344,7 +350,7 @@ int tier_remote_init_post_opt (spank_t sp)
                          tier.conf->node);
         return 0;
     }
-    if (tier_agent_ensure (tier.conf, tier.args.conf, tier.conf->node,
+    if (tier_agent_ensure (tier.conf, tier.conf_path, tier.conf->node,
                            5000, &error) < 0
         || register_job (sp, &error) < 0)
         goto fail;

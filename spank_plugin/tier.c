@@ -456,7 +456,7 @@ int slurm_spank_job_prolog (spank_t sp, int ac, char **av)
         return 0;
     }
     if (conf->enabled
-        && tier_agent_ensure (conf, tier.args.conf, conf->node, 5000,
+        && tier_agent_ensure (conf, tier.conf_path, conf->node, 5000,
                               &error) < 0)
         slurm_error ("tier: prolog: %s", error.text);
     if (conf->enabled && tier_ns_wanted ()) {
@@ -611,7 +611,7 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
         if (errno == ENOENT && strstr (error.text, "not registered"))
             ;                           /* never reached this node's agent */
         else if (conf->enabled
-                 && tier_agent_ensure (conf, tier.args.conf, conf->node,
+                 && tier_agent_ensure (conf, tier.conf_path, conf->node,
                                        5000, &error) == 0)
             (void) tier_agent_call (conf, body, &reply,
                                     (int) conf->agent_timeout_ms, &error);

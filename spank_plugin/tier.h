@@ -26,6 +26,7 @@ struct tier_plugin {
 
     /* REMOTE: this step on this node */
     struct tier_conf *conf;     /* tier.conf, loaded as root */
+    char conf_path[PATH_MAX];   /* conf= with %n expanded (tier_load_conf) */
     int wanted;                 /* the job asked for tier */
     int agent_ok;               /* registered with the node's agent */
     char agent_error[600];      /* why not, for the user */

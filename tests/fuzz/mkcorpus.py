@@ -140,3 +140,65 @@ put("policy", [
     b'O{"cache":"auto","keep":"on-failure","scratch":"/gfs/run:16M,'
     b'/gfs/r2","batch":"/gfs/db,/gfs/db/x","stage_out":"/gfs/o,/gfs/o%a"}',
 ])
+
+# fuzz_rpc: requests separated by 0x1e; each starts with a byte whose
+# bits 0-1 pick the caller (0 root, 1 SlurmUser, 2 a user, 3 nobody),
+# bits 2-3 how many descriptors go with it, bits 4-5 which
+ROOT, SLURM, USER, NOBODY = 0, 1, 2, 3
+
+
+def rpc(*reqs):
+    return b"\x1e".join(bytes([ctl]) + body for ctl, body in reqs)
+
+
+REG = (b'{"op":"job.register","job_id":5,"restart":0,"batch_id":4,'
+       b'"array_task_id":1,"uid":4242,"gid":4242,"user":"alice",'
+       b'"options":{"cache":"auto","scratch":"/gfs/run:16M",'
+       b'"batch":"/gfs/db","stage_out":"/gfs/out","keep":"on-failure"},'
+       b'"scratch_reserve":16777216}')
+REG_NOBODY = (b'{"op":"job.register","job_id":9,"uid":65534,"gid":65534,'
+              b'"user":"nobody","options":{"cache":"required"}}')
+put("rpc", [
+    rpc((ROOT, b'{"op":"ping"}'), (USER, b'{"op":"status"}')),
+    rpc((ROOT, REG), (USER, b'{"op":"jobs"}'),
+        (USER, b'{"op":"job.show","job_id":5}'),
+        (NOBODY, b'{"op":"job.show","job_id":5,"restart":0}'),
+        (USER, b'{"op":"counters","scope":"job","id":5}'),
+        (USER, b'{"op":"counters","scope":"batch","id":4}'),
+        (ROOT, b'{"op":"counters","scope":"node"}'),
+        (USER, b'{"op":"job.policy","job_id":5}'),
+        (ROOT, b'{"op":"job.end","job_id":5,"scratch_files":2,'
+               b'"scratch_bytes":4096,"copyups":1,"copyup_bytes":10,'
+               b'"kept_bytes":0}'),
+        (USER, b'{"op":"jobs"}')),
+    rpc((ROOT, REG_NOBODY),
+        (ROOT, b'{"op":"job.stage_in","job_id":9,"uid":65534,"gid":65534,'
+               b'"user":"nobody","items":["/gfs/in/a","/gfs/in/b"]}'),
+        (ROOT, b'{"op":"job.stageout","job_id":9,"restart":0,'
+               b'"dirs":["/gfs/out"]}'),
+        (NOBODY, b'{"op":"job.stageout_sync","job_id":9,"timeout_ms":10,'
+                 b'"wait":false}'),
+        (NOBODY, b'{"op":"job.outputs","job_id":9}'),
+        (ROOT, b'{"op":"job.end","job_id":9}')),
+    rpc((USER | 4, b'{"op":"replica.open","path":"/gfs/data"}'),
+        (USER, b'{"op":"replica.report","cached":3,"cached_bytes":100}'),
+        (USER | 4, b'{"op":"replica.prefetch","path":"/gfs/data"}'),
+        (USER, b'{"op":"replica.evict","path":"/gfs"}'),
+        (USER, b'{"op":"replica.list"}'),
+        (USER, b'{"op":"replica.mirror","path":"/gfs/db"}')),
+    rpc((USER, b'{"op":"whoami"}'),
+        (USER, b'{"op":"counter.add","role":"batch","counter":"hits",'
+               b'"value":5}'),
+        (USER, b'{"op":"user.ensure"}'),
+        (USER, b'{"op":"node.enable","enable":false}'),
+        (SLURM, b'{"op":"node.enable","enable":false}'),
+        (ROOT, b'{"op":"ping"}'),
+        (ROOT, b'{"op":"node.enable","enable":true}')),
+    rpc((ROOT, b'[1,2]'), (ROOT, b'{"op":1}'), (ROOT, b'{}'),
+        (ROOT, b'{"op":"frobnicate"}'), (ROOT, b'{"op":"ping"\x00}'),
+        (ROOT, b'{"op":"ping","op":"jobs"}'),
+        (ROOT, b'{"op":"job.show","job_id":"x"}'),
+        (ROOT, b'{"op":"job.register","job_id":4294967295,"uid":0,'
+               b'"gid":0,"user":"../x"}'),
+        (USER | 0x3c, b'{"op":"ping"}')),
+])

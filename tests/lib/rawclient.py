@@ -15,6 +15,13 @@
 #                                            progress for 3 s); once GOFILE
 #                                            exists, send the rest and read
 #                                            every reply, checking their ids
+#   rawclient.py SOCKET hold N GOFILE        open N silent connections and
+#                                            reopen every one the agent
+#                                            closes (at once after a
+#                                            timeout, 1 s after a refusal)
+#                                            until GOFILE exists; then wait
+#                                            until the agent has closed the
+#                                            rest; print why they closed
 #
 # Frame: magic "TIR1", u16 version, u16 type (1 request, 2 response),
 # u32 id, u32 length, host byte order; then the JSON body.
@@ -32,8 +39,16 @@ HDR = struct.Struct("=IHHII")
 def connect(path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(30)
-    s.connect(path)
-    return s
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            s.connect(path)
+            return s
+        except BlockingIOError:
+            # a full listen backlog: AF_UNIX says EAGAIN, it does not wait
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def read_reply(s):
@@ -108,8 +123,87 @@ def flood(s, n, gofile):
     print("%d replies in order" % n)
 
 
+def close_reason(data):
+    """What the agent said when it closed a connection (its error reply)."""
+    if len(data) < HDR.size:
+        return "closed without a reply"
+    body = data[HDR.size:].decode("utf-8", "replace")
+    if "ClientsPerUser" in body:
+        return "per-user-cap"
+    if "kept for root and SlurmUser" in body:
+        return "user-pool"
+    if "no whole request" in body:
+        return "first-request-timeout"
+    return "other: " + body[:200]
+
+
+def hold(path, n, gofile):
+    import resource
+    import selectors
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < n + 64:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(n + 64, hard), hard))
+    sel = selectors.DefaultSelector()
+    reasons = {}
+    reopen = []                         # times at which to open one more
+
+    def open_one():
+        s = connect(path)
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ, b"")
+
+    for _ in range(n):
+        open_one()
+    print("holding %d" % n, flush=True)
+    stop = None
+    while True:
+        now = time.monotonic()
+        if stop is None and os.path.exists(gofile):
+            stop = now
+            print("stopped reopening with %d open" % len(sel.get_map()),
+                  flush=True)
+        if stop is not None:
+            if not sel.get_map():
+                break
+            if now - stop > 120:
+                print("still open after 120 s: %d" % len(sel.get_map()))
+                sys.exit(1)
+        else:
+            due = [t for t in reopen if t <= now]
+            reopen = [t for t in reopen if t > now]
+            for _ in due:
+                open_one()
+        for key, _ in sel.select(timeout=0.2):
+            s, data = key.fileobj, key.data
+            try:
+                chunk = s.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                chunk = b""
+            data += chunk
+            if chunk and len(data) < HDR.size + (
+                    HDR.unpack_from(data)[4] if len(data) >= HDR.size
+                    else 0):
+                sel.modify(s, selectors.EVENT_READ, data)
+                continue
+            why = close_reason(data)
+            reasons[why] = reasons.get(why, 0) + 1
+            sel.unregister(s)
+            s.close()
+            if stop is None:
+                reopen.append(now + (0 if why == "first-request-timeout"
+                                     else 1))
+    print("all closed by the agent")
+    for why in sorted(reasons):
+        print("reason %s: %d" % (why, reasons[why]))
+
+
 def main():
     path, what = sys.argv[1], sys.argv[2]
+    if what == "hold":
+        hold(path, int(sys.argv[3]), sys.argv[4])
+        return
     s = connect(path)
     if what == "flood":
         flood(s, int(sys.argv[3]), sys.argv[4])

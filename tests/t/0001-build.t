@@ -1,5 +1,5 @@
 #!/bin/bash
-test_description='what was built: code loaded into other processes links only libc'
+test_description='what was built: code loaded into other processes links only libc; where it installs'
 . "$(dirname "$0")/../lib/tap.sh"
 
 PLUGIN=$TIER_BUILDDIR/spank_plugin/.libs/tier.so
@@ -36,5 +36,66 @@ test_expect_code 2 'tierctl: unknown command is a usage error' \
 test_expect_success 'tierctl help lists commands' '
     "$TIER_BUILDDIR/ctl/tierctl" help >"$TRASH/help" &&
     grep -q "^  predict" "$TRASH/help"
+'
+# mkvar VAR: a variable of the build's top Makefile, fully expanded
+submake () {
+    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory \
+        -C "$TIER_BUILDDIR" "$@"
+}
+mkvar () {
+    printf 'print-%%:\n\t@echo $($*)\n' | submake -s -f Makefile -f - "print-$1"
+}
+INST=$TRASH/inst
+test_expect_success 'make install DESTDIR= from the build tree' '
+    submake install DESTDIR="$INST" >"$TRASH/install.log" 2>&1 ||
+        { tail -n 30 "$TRASH/install.log"; false; }
+    (cd "$INST" && find . ! -type d | sort) | tee "$TRASH/installed"
+'
+test_expect_success 'tier.so is in the Slurm plugin directory, without its .la' '
+    d=$(mkvar slurm_plugindir) && echo "$d" && test -n "$d" &&
+    test -f "$INST$d/tier.so" && ! test -e "$INST$d/tier.la"
+'
+test_expect_success 'tierd is in sbindir, tierctl in bindir' '
+    test -x "$INST$(mkvar sbindir)/tierd" &&
+    test -x "$INST$(mkvar bindir)/tierctl" &&
+    "$INST$(mkvar sbindir)/tierd" --version &&
+    "$INST$(mkvar bindir)/tierctl" version
+'
+test_expect_success 'libtier_preload.so is in $libdir/tier, without its .la' '
+    d=$(mkvar libdir)/tier && test "$(mkvar pkglibdir)" = "$d" &&
+    test -f "$INST$d/libtier_preload.so" &&
+    ! test -e "$INST$d/libtier_preload.la"
+'
+test_expect_success 'the sample tier.conf and plugstack line are in $sysconfdir/tier' '
+    d=$(mkvar sysconfdir)/tier &&
+    test -f "$INST$d/tier.conf.example" &&
+    test -f "$INST$d/plugstack.conf.example" &&
+    grep -q "^SocketDir" "$INST$d/tier.conf.example"
+'
+test_expect_success 'the man pages are installed' '
+    m=$(mkvar mandir) &&
+    test -f "$INST$m/man1/tierctl.1" && test -f "$INST$m/man5/tier.conf.5" &&
+    test -f "$INST$m/man8/tierd.8" && test -f "$INST$m/man8/tier_spank.8"
+'
+UNIT=$INST$(mkvar systemdsystemunitdir)/tierd.service
+test_expect_success 'tierd.service is in the systemd unit directory' '
+    echo "$UNIT" && test -f "$UNIT" && cat "$UNIT"
+'
+test_expect_success 'the unit runs the installed tierd with the configured paths' '
+    grep -qx "ExecStart=$(mkvar sbindir)/tierd -F -c $(mkvar sysconfdir)/tier/tier.conf \$TIERD_OPTIONS" "$UNIT" &&
+    grep -qx "EnvironmentFile=-$(mkvar sysconfdir)/default/tierd" "$UNIT" &&
+    ! grep -n "@[a-z_]*@\|\${" "$UNIT"
+'
+test_expect_success 'tierd.8 says how the unit names the node (-N, TIERD_OPTIONS)' '
+    m=$INST$(mkvar mandir)/man8/tierd.8 &&
+    sed -n "/^\.SH SYSTEMD/,/^\.SH /p" "$m" >"$TRASH/systemd.8" &&
+    cat "$TRASH/systemd.8" && grep -q "TIERD_OPTIONS" "$TRASH/systemd.8" &&
+    grep -q "short host name" "$TRASH/systemd.8" &&
+    grep -q "slurmd \\\\-N" "$TRASH/systemd.8"
+'
+test_expect_success 'make uninstall DESTDIR= removes every file again' '
+    submake uninstall DESTDIR="$INST" >"$TRASH/uninstall.log" 2>&1 &&
+    (cd "$INST" && find . ! -type d) >"$TRASH/left" && cat "$TRASH/left" &&
+    ! test -s "$TRASH/left"
 '
 test_done

@@ -112,5 +112,54 @@ test_expect_success 'with the good plugstack.conf back, the node runs tier jobs'
     cat "$GFS/home/alice/good.out" &&
     grep -qx "TIER=$id" "$GFS/home/alice/good.out"
 '
+# The plugstack argument default=: jobs that give no --tier option
+test_expect_success 'without default=, a job with no --tier option runs untiered' '
+    id=$(sbatch_wait alice -w n1 -o nodef.out \
+         --wrap "echo TIER=\${TIER_JOB_ID:-unset}") &&
+    cat "$GFS/home/alice/nodef.out" &&
+    grep -qx "TIER=unset" "$GFS/home/alice/nodef.out"
+'
+test_expect_success 'default=auto: a job with no --tier option is tiered' '
+    cp "$CLUSTER/etc/plugstack.conf" "$TRASH/plugstack.orig" &&
+    sed -i "s/\$/ default=auto/" "$CLUSTER/etc/plugstack.conf" &&
+    slurmd_restart n1 &&
+    id=$(sbatch_wait alice -w n1 -o def.out -e def.err \
+         --wrap "echo TIER=\${TIER_JOB_ID:-unset}") &&
+    cat "$GFS/home/alice/def.out" "$GFS/home/alice/def.err" &&
+    test "$(job_state $id)" = COMPLETED &&
+    grep -qx "TIER=$id" "$GFS/home/alice/def.out" &&
+    id=$(sbatch_wait alice -w n1 --tier-cache=off -o defoff.out \
+         --wrap "echo TIER=\${TIER_JOB_ID:-unset}") &&
+    grep -qx "TIER=unset" "$GFS/home/alice/defoff.out"
+'
+cp "$TRASH/plugstack.orig" "$CLUSTER/etc/plugstack.conf" 2>/dev/null
+# Enabled = no on one node: conf= takes %n, so each node reads its own
+# tier.conf, as nodes with their own /etc/tier would.
+test_expect_success 'Enabled = no in the tier.conf of n2: its jobs run untiered, one warning, no drain' '
+    (for n in n1 n2 n3; do
+        cp "$CLUSTER/etc/tier.conf" "$CLUSTER/etc/tier-$n.conf" || exit 1
+    done) &&
+    echo "Enabled = no" >>"$CLUSTER/etc/tier-n2.conf" &&
+    sed -i "s|conf=$CLUSTER/etc/tier.conf|conf=$CLUSTER/etc/tier-%n.conf|" \
+        "$CLUSTER/etc/plugstack.conf" && cat "$CLUSTER/etc/plugstack.conf" &&
+    grep -q "tier-%n.conf" "$CLUSTER/etc/plugstack.conf" &&
+    slurmd_restart n1 && slurmd_restart n2 &&
+    id=$(sbatch_wait alice -w n2 --tier-cache=auto -o dis2.out -e dis2.err \
+         --wrap "echo TIER=\${TIER_JOB_ID:-unset}") &&
+    cat "$GFS/home/alice/dis2.out" "$GFS/home/alice/dis2.err" &&
+    test "$(job_state $id)" = COMPLETED &&
+    grep -qx "TIER=unset" "$GFS/home/alice/dis2.out" &&
+    test "$(grep -c "tier: warning: running untiered on node n2: tier is disabled on node n2 (Enabled = no)" "$GFS/home/alice/dis2.err")" = 1 &&
+    test "$(grep -c "tier: " "$GFS/home/alice/dis2.err")" = 1 &&
+    ! sinfo -h -R | grep .
+'
+test_expect_success 'the same plugstack.conf: n1 reads its own tier.conf and runs tier jobs' '
+    id=$(sbatch_wait alice -w n1 --tier-cache=auto -o en1.out -e en1.err \
+         --wrap "echo TIER=\${TIER_JOB_ID:-unset}") &&
+    cat "$GFS/home/alice/en1.out" "$GFS/home/alice/en1.err" &&
+    grep -qx "TIER=$id" "$GFS/home/alice/en1.out" &&
+    ! grep -q "tier: " "$GFS/home/alice/en1.err"
+'
+cp "$TRASH/plugstack.orig" "$CLUSTER/etc/plugstack.conf" 2>/dev/null
 test_expect_success 'no node is drained' '! sinfo -h -R | grep .'
 test_done

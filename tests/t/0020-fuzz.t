@@ -6,7 +6,7 @@ test_description='fuzz every parser for a bounded time (libFuzzer, ASan, UBSan)'
 # $TIER_SRCDIR and run from its seed corpus tests/fuzz/corpus/<name>/
 # (read only: new inputs go to the trash directory) for TIER_FUZZ_SECONDS
 # (default 13; the small targets names and evt get a third of it), about
-# 90 s in all.  A crash, a leak, an ASan or UBSan report or a failed
+# 105 s in all.  A crash, a leak, an ASan or UBSan report or a failed
 # check fails the test; the input that did it is kept in the trash
 # directory.  Under TIER_SKIP_INTEGRATION=1 (make distcheck from
 # tests/run) the default is 2 s: the main build fuzzed already.
@@ -36,6 +36,8 @@ printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
 "$FUZZ_CC" $FUZZ_FLAGS -o "$TRASH/trivial" "$TRASH/trivial.c" \
     >/dev/null 2>&1 && test_set_prereq CLANG
 pkg-config --exists jansson 2>/dev/null && test_set_prereq JANSSON
+# fuzz_rpc links what the configured build links the agent with
+test -f "$TIER_BUILDDIR/agent/Makefile" && test_set_prereq AGENT
 
 # sources_of NAME: what fuzz_NAME is built from, besides itself
 sources_of () {
@@ -44,14 +46,37 @@ sources_of () {
         msgreader) echo lib/proto.c lib/error.c ;;
         conf) echo lib/conf.c lib/paths.c lib/units.c lib/error.c ;;
         opts) echo spank_plugin/opts.c spank_plugin/args.c \
-                  spank_plugin/submit.c lib/paths.c lib/units.c lib/url.c \
+                  spank_plugin/submit.c lib/conf.c lib/paths.c lib/units.c lib/url.c \
                   lib/error.c ;;
         names) echo agent/peer.c lib/state.c lib/counters.c lib/log.c \
                    lib/error.c ;;
         evt) echo lib/evt_csv.c lib/error.c ;;
         policy) echo policies/policy.c policies/resolve.c lib/paths.c \
                     lib/units.c lib/error.c ;;
+        rpc) for _m in store peer ctr rpc jobs tiers stats stage replica \
+                       mirror migrate server policy; do
+                 echo agent/$_m.c
+             done
+             for _m in error units paths conf counters state jobns proto \
+                       tjson client copy log; do
+                 echo lib/$_m.c
+             done
+             echo policies/policy.c policies/resolve.c policies/files.c ;;
     esac
+}
+
+# agent_flags: how the build links the agent (libtierd's libraries), from
+# the configured agent/Makefile
+agent_flags () {
+    _mk=$TIER_BUILDDIR/agent/Makefile
+    _v=""
+    for _k in SLURM_CPPFLAGS JANSSON_CFLAGS LMDB_CFLAGS PMEM_CFLAGS \
+              ACL_CFLAGS CRYPTO_CFLAGS PTHREAD_CFLAGS JANSSON_LIBS \
+              LMDB_LIBS PMEM_LIBS ACL_LIBS CRYPTO_LIBS SLURM_LIBS \
+              PTHREAD_LIBS; do
+        _v="$_v $(sed -n "s/^$_k = //p" "$_mk" 2>/dev/null)"
+    done
+    echo "$_v"
 }
 
 fuzz_build () {
@@ -64,23 +89,29 @@ fuzz_build () {
     [ "$_n" = tjson ] && _libs="$(pkg-config --cflags --libs jansson)"
     [ "$_n" = policy ] && _libs="$(pkg-config --cflags --libs jansson)"
     [ "$_n" = evt ] && _libs=-lm
+    [ "$_n" = rpc ] && _libs=$(agent_flags)
     # shellcheck disable=SC2086
     "$FUZZ_CC" $FUZZ_FLAGS -Wall -Wextra -Wno-unused-parameter \
         -o "$TRASH/fuzz_$_n" "$FUZZ_SRC/fuzz_$_n.c" $_src $_libs
 }
 
-# fuzz_run NAME SECONDS: fuzz; fail on any report
+# fuzz_run NAME SECONDS: fuzz; fail on any report.  fuzz_rpc drops to
+# nobody when started as root: its new inputs and artifacts go to
+# directories nobody may write.
 fuzz_run () {
     _n=$1
     _s=$2
     _log=$TRASH/fuzz_$_n.log
-    mkdir -p "$TRASH/corpus-$_n"
+    mkdir -p "$TRASH/corpus-$_n" "$TRASH/crash-$_n"
+    if [ "$_n" = rpc ] && [ "$(id -u)" = 0 ]; then
+        chown 65534:65534 "$TRASH/corpus-$_n" "$TRASH/crash-$_n"
+    fi
     ASAN_OPTIONS=detect_leaks=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         run_timeout $((_s + 60)) "$TRASH/fuzz_$_n" \
         -max_total_time="$_s" -max_len=4096 -timeout=10 \
         -rss_limit_mb=2048 -print_final_stats=1 \
-        -artifact_prefix="$TRASH/crash-$_n-" \
+        -artifact_prefix="$TRASH/crash-$_n/" \
         "$TRASH/corpus-$_n" "$FUZZ_SRC/corpus/$_n" >"$_log" 2>&1
     _rc=$?
     tail -n 40 "$_log"
@@ -100,10 +131,11 @@ fuzz_stats () {
         "${_eps:-?} exec/s, ${_cov:-cov: ?}"
 }
 
-for name in tjson msgreader conf opts names evt policy; do
+for name in tjson msgreader conf opts names evt policy rpc; do
     prereq=CLANG
     [ "$name" = tjson ] && prereq=CLANG,JANSSON
     [ "$name" = policy ] && prereq=CLANG,JANSSON
+    [ "$name" = rpc ] && prereq=CLANG,JANSSON,AGENT
     secs=$fuzz_seconds
     case $name in names|evt) secs=$small_seconds ;; esac
     test_expect_success "$prereq" "fuzz_$name builds" "fuzz_build $name"

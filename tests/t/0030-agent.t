@@ -24,19 +24,42 @@ view='echo "V ${SLURM_PROCID:-0} $SLURMD_NODENAME $SLURM_JOB_ID ${SLURM_ARRAY_JO
 test_expect_success 'no agent runs before a tier job' '
     ! agent_alive n1 && ! agent_alive n2 && ! agent_alive n3
 '
+# tasks that print their view, then wait until the test creates a file
+hold_view () { echo "$view; while ! test -e $1; do sleep 0.2; done"; }
+# views FILE N: FILE holds N task views
+views () { test "$(grep -c "^V " "$1" 2>/dev/null)" = "$2"; }
 test_expect_success 'a 4-task array as alice: every task sees its tier environment' '
-    id=$(sbatch_wait alice --array=1-4 --tier-cache=auto -o "env-%a.out" \
-         --wrap "$view; sleep 1") &&
-    test "$(job_state $id)" = COMPLETED &&
-    for i in 1 2 3 4; do
+    cd "$GFS/home/alice" &&
+    id=$(as_user alice sbatch --parsable --array=1-4 --tier-cache=auto \
+         -o "env-%a.out" --wrap "$(hold_view "$TRASH/go-array")") &&
+    (for i in 1 2 3 4; do
+        wait_for 120 views "env-$i.out" 1 || exit 1
+    done) &&
+    (for i in 1 2 3 4; do
         f="$GFS/home/alice/env-$i.out"; cat "$f"
         read -r _ _ node jid ajid atid _ tjob tbatch tsock <"$f" &&
         test "$ajid" = "$id" && test "$atid" = "$i" &&
         test "$tjob" = "$jid" && test "$tbatch" = "$id" &&
-        test "$tsock" = "$(sock $node)" || exit 1
-    done
+        test "$tsock" = "$(sock $node)" &&
+        echo "$node $jid" >>"$TRASH/array-tasks" || exit 1
+    done)
 '
 ARRAY=$id
+test_expect_success 'while they run, each node'"'"'s agent lists its array tasks as running' '
+    cat "$TRASH/array-tasks" &&
+    (while read -r node jid; do
+        wait_for 20 jobs_has alice $node $jid running || exit 1
+    done <"$TRASH/array-tasks")
+'
+test_expect_success 'the array completes; its tasks are listed as ended' '
+    touch "$TRASH/go-array" &&
+    wait_for 120 job_done $ARRAY &&
+    test "$(job_state $ARRAY)" = COMPLETED &&
+    (while read -r node jid; do
+        wait_for 20 jobs_has alice $node $jid ended || exit 1
+    done <"$TRASH/array-tasks")
+'
+touch "$TRASH/go-array"
 test_expect_success 'the agents that jobs started are still running (linuxproc)' '
     agent_alive n1 && ps -o pid,ppid,sid,cmd -p $(agent_pid n1) &&
     test "$(ps -o ppid= -p $(agent_pid n1) | tr -d " ")" = 1
@@ -56,16 +79,34 @@ test_expect_success 'the agent runs in the host mount namespace, with a clean en
     ! grep -q "slurm\|spool\|/gfs/home" "$TRASH/fds"
 '
 test_expect_success 'an srun -N3 -n6 step: each task has its own node socket' '
-    (cd "$GFS/home/alice" && run_timeout 60 runuser -u alice -- \
+    (cd "$GFS/home/alice" && run_timeout 120 runuser -u alice -- \
         env SLURM_CONF="$SLURM_CONF" srun -N3 -n6 --tier-cache=auto \
-        sh -c "$view") >"$TRASH/srun.out" && cat "$TRASH/srun.out" &&
-    test "$(grep -c "^V " "$TRASH/srun.out")" = 6 &&
+        sh -c "$(hold_view "$TRASH/go-srun")" >"$TRASH/srun.out" \
+        2>"$TRASH/srun.err"; echo $? >"$TRASH/srun.rc") &
+    wait_for 120 views "$TRASH/srun.out" 6 && cat "$TRASH/srun.out" &&
     while read -r _ rank node jid _ _ _ tjob tbatch tsock; do
         test "$tjob" = "$jid" && test "$tbatch" = "$jid" &&
         test "$tsock" = "$(sock $node)" || exit 1
     done <"$TRASH/srun.out" &&
     test "$(awk "{print \$3}" "$TRASH/srun.out" | sort -u | wc -l)" = 3
 '
+SRUNJOB=$(awk '/^V /{print $4; exit}' "$TRASH/srun.out" 2>/dev/null)
+test_expect_success 'while the step runs, it is listed as running on its three nodes' '
+    test -n "$SRUNJOB" &&
+    (for node in n1 n2 n3; do
+        wait_for 20 jobs_has alice $node $SRUNJOB running || exit 1
+    done)
+'
+test_expect_success 'the step ends; its job is listed as ended on its three nodes' '
+    touch "$TRASH/go-srun" &&
+    wait_for 120 test -s "$TRASH/srun.rc" && cat "$TRASH/srun.err" &&
+    test "$(cat "$TRASH/srun.rc")" = 0 &&
+    wait_for 60 job_done $SRUNJOB &&
+    (for node in n1 n2 n3; do
+        wait_for 20 jobs_has alice $node $SRUNJOB ended || exit 1
+    done)
+'
+touch "$TRASH/go-srun"
 test_expect_success 'with --tier-batch the interposer is preloaded into the tasks, else not' '
     (cd "$GFS/home/alice" && as_user alice srun -w n1 --tier-batch=$GFS/home/alice sh -c "echo \$LD_PRELOAD") >"$TRASH/pre1" &&
     (cd "$GFS/home/alice" && as_user alice srun -w n1 --tier-cache=auto sh -c "echo P\$LD_PRELOAD") >"$TRASH/pre2" &&
@@ -209,6 +250,72 @@ test_expect_success 'a client that never reads its replies is not read from; oth
     wait_for 120 sh -c "test \$(wc -l <\"$TRASH/flood\") -ge 2" &&
     cat "$TRASH/flood" && grep -q "^100000 replies in order" "$TRASH/flood"
 '
+# A user holding connections open must not lock others out (n3's agent):
+# hold_start USER N keeps N silent connections open, reopening those the
+# agent closes; hold_stop stops reopening and waits until the agent has
+# closed the rest.
+hold_start () {
+    rm -f "$TRASH/go" "$TRASH/hold.out"
+    (as_user "$1" $RAW "$(sock n3)" hold "$2" "$TRASH/go" \
+        >"$TRASH/hold.out" 2>&1 &)
+    wait_for 60 grep -q "^holding" "$TRASH/hold.out"
+}
+hold_stop () {
+    touch "$TRASH/go"
+    wait_for 60 grep -q "^all closed by the agent" "$TRASH/hold.out"
+    _rc=$?
+    cat "$TRASH/hold.out"
+    return $_rc
+}
+# refused USER TEXT: a ping of USER to n3's agent is refused with TEXT
+refused () {
+    ! as_user "$1" $TIERCTL -N n3 ping 2>"$TRASH/refused" &&
+    grep -q "$2" "$TRASH/refused"
+}
+n3_reloads () { grep -c "notice: reloaded" "$CLUSTER/log/tierd-n3.log" || :; }
+n3_reloaded_past () { test "$(n3_reloads)" -gt "$1"; }
+test_expect_success 'bob holding 600 silent connections: alice'"'"'s job still runs tiered' '
+    $TIERCTL -N n3 ping >/dev/null 2>&1 ||
+        sbatch_wait alice -w n3 --tier-cache=auto -o /dev/null --wrap true >/dev/null;
+    $TIERCTL -N n3 ping &&
+    hold_start bob 600 &&
+    id=$(sbatch_wait alice -w n3 --tier-cache=auto -o dos.out -e dos.err \
+         --wrap "$view") &&
+    cat "$GFS/home/alice/dos.out" "$GFS/home/alice/dos.err" &&
+    grep -q "TIER $id $id $(sock n3)" "$GFS/home/alice/dos.out" &&
+    ! grep -q untiered "$GFS/home/alice/dos.err" &&
+    as_user alice $TIERCTL -N n3 ping &&
+    wait_for 30 refused bob "uid [0-9]* has 64 connections to tierd on node n3 already (ClientsPerUser)" &&
+    cat "$TRASH/refused"
+'
+test_expect_success 'the agent closes bob'"'"'s silent connections itself' '
+    hold_stop &&
+    grep -q "^reason per-user-cap: [1-9]" "$TRASH/hold.out" &&
+    grep -q "^reason first-request-timeout: [1-9]" "$TRASH/hold.out" &&
+    ! grep -q "^reason other" "$TRASH/hold.out" &&
+    $TIERCTL -N n3 ping
+'
+test_expect_success 'with ClientsPerUser above the pool, root keeps its reserved slots' '
+    cp "$CLUSTER/etc/tier.conf" "$TRASH/tier.conf.n3" &&
+    echo "ClientsPerUser = 1024" >>"$CLUSTER/etc/tier.conf" &&
+    n=$(n3_reloads) && kill -HUP $(agent_pid n3) &&
+    wait_for 10 n3_reloaded_past $n &&
+    hold_start bob 600 &&
+    wait_for 30 refused alice "serves 448 user connections already (the rest are kept for root and SlurmUser)" &&
+    cat "$TRASH/refused" &&
+    id=$(sbatch_wait alice -w n3 --tier-cache=auto -o dos2.out -e dos2.err \
+         --wrap "$view") &&
+    cat "$GFS/home/alice/dos2.out" "$GFS/home/alice/dos2.err" &&
+    grep -q "TIER $id $id $(sock n3)" "$GFS/home/alice/dos2.out" &&
+    $TIERCTL -N n3 ping &&
+    hold_stop &&
+    grep -q "^reason user-pool: [1-9]" "$TRASH/hold.out" &&
+    cp "$TRASH/tier.conf.n3" "$CLUSTER/etc/tier.conf" &&
+    n=$(n3_reloads) && kill -HUP $(agent_pid n3) &&
+    wait_for 10 n3_reloaded_past $n
+'
+touch "$TRASH/go"
+cp "$TRASH/tier.conf.n3" "$CLUSTER/etc/tier.conf" 2>/dev/null
 test_expect_success 'a second tierd on the node refuses to start; the first serves on' '
     p=$(agent_pid n1) && ino=$(stat -c %i "$(sock n1)") &&
     run_timeout 20 "$CLUSTER/lib/tierd" -F -N n1 -c "$CLUSTER/etc/tier.conf" &&

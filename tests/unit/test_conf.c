@@ -35,6 +35,7 @@ static const char *full =
     "SlurmUser = slurm\n"
     "Enabled = no\n"
     "AgentTimeout = 5s\n"
+    "ClientsPerUser = 200\n"
     "SitePolicyDir = /etc/tier/site.d/%n/\n"
     "EndpointCAFile = /etc/tier/ca-%n.pem\n"
     "\n"
@@ -49,6 +50,7 @@ static void test_defaults (void **state)
     assert_string_equal (conf->socket_dir, "/run/tier");
     assert_string_equal (conf->shared_state_dir, "");
     assert_true (conf->enabled);
+    assert_int_equal (conf->clients_per_user, 64);
     assert_int_equal (conf->allowed_roots_count, 0);
     assert_non_null (strstr (conf->site_policy_dir, "/policies.d"));
     assert_string_equal (conf->endpoint_ca_file, "");
@@ -80,6 +82,7 @@ static void test_full (void **state)
     assert_string_equal (conf->tierd_path, "/opt/tier/sbin/tierd");
     assert_false (conf->enabled);
     assert_true (conf->agent_timeout_ms == 5000);
+    assert_int_equal (conf->clients_per_user, 200);
     assert_string_equal (conf->site_policy_dir, "/etc/tier/site.d/n2");
     assert_string_equal (conf->endpoint_ca_file, "/etc/tier/ca-n2.pem");
     assert_int_equal (tier_conf_expand_user (conf->bb_dir, "alice", out,
@@ -88,6 +91,20 @@ static void test_full (void **state)
     assert_int_equal (tier_conf_expand_user ("/x/%%u/%u", "bob", out,
                                              sizeof (out)), 0);
     assert_string_equal (out, "/x/%u/bob");
+    assert_int_equal (tier_conf_expand_node ("/etc/tier/%n/t%%.conf", "n2",
+                                             out, sizeof (out)), 0);
+    assert_string_equal (out, "/etc/tier/n2/t%.conf");
+    assert_int_equal (tier_conf_expand_node ("/a/%u", "n2", out,
+                                             sizeof (out)), -1);
+    assert_int_equal (errno, EINVAL);
+    assert_int_equal (tier_conf_expand_node ("/a/%", "n2", out,
+                                             sizeof (out)), -1);
+    assert_int_equal (tier_conf_expand_node ("/a/%n", "../x", out,
+                                             sizeof (out)), -1);
+    assert_int_equal (tier_conf_expand_node ("/a/%n", NULL, out,
+                                             sizeof (out)), -1);
+    assert_int_equal (tier_conf_expand_node ("/a/%n", "node1", out, 8), -1);
+    assert_int_equal (errno, ENAMETOOLONG);
     assert_int_equal (tier_conf_expand_user ("/x/%u", "../a", out,
                                              sizeof (out)), -1);
     assert_int_equal (tier_conf_expand_user ("/x/%u", "", out,
@@ -117,6 +134,7 @@ static void test_errors (void **state)
     expect_error ("NvdimmCapacity = lots\n", "NvdimmCapacity: not a size");
     expect_error ("LogLevel = chatty\n", "LogLevel: must be error");
     expect_error ("Enabled = maybe\n", "Enabled: must be yes or no");
+    expect_error ("ClientsPerUser = 0\n", "ClientsPerUser: ");
     expect_error ("AllowedRoots = /gfs,,/x\n", "empty list item");
     expect_error ("AllowedRoots = /gfs,\n", "empty list item");
     expect_error ("AllowedRoots = /\n", "'/' may not be an allowed root");

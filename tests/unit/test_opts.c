@@ -8,11 +8,17 @@
 #include "spank_plugin/args.h"
 #include "spank_plugin/submit.h"
 #include "unit.h"
+#include "failalloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+FAILALLOC_DEFINE
 
 static void expect_list_error (const char *opt, const char *value, int flags,
                                const char *msg)
@@ -354,6 +360,8 @@ static void test_args (void **state)
     char *bad2[] = { "bogus=1" };
     char *bad3[] = { "default=sometimes" };
     char *bad4[] = { "noequals" };
+    char *pernode[] = { "conf=/etc/tier/%n.conf" };
+    char *bad5[] = { "conf=/etc/tier/%u.conf" };
 
     assert_int_equal (tier_args_parse (0, NULL, &a, &error), 0);
     assert_int_equal (a.default_mode, TIER_CACHE_OFF);
@@ -369,6 +377,12 @@ static void test_args (void **state)
     assert_int_equal (tier_args_parse (1, bad3, &a, &error), -1);
     assert_non_null (strstr (error.text, "default"));
     assert_int_equal (tier_args_parse (1, bad4, &a, &error), -1);
+    /* %n in conf=: expanded on the node (tier_load_conf) */
+    assert_int_equal (tier_args_parse (1, pernode, &a, &error), 0);
+    assert_string_equal (a.conf, "/etc/tier/%n.conf");
+    assert_int_equal (tier_args_parse (1, bad5, &a, &error), -1);
+    assert_string_equal (error.text, "plugstack argument conf: only %n and "
+                         "%% may follow a %");
 }
 
 static void test_sbatch_argv (void **state)
@@ -439,6 +453,104 @@ static void test_self_argv (void **state)
     free (buf);
 }
 
+/* Every allocation of tier_self_argv may fail: -1 with ENOMEM, nothing
+ * leaked (ASan's leak checker watches in the sanitizer build).
+ */
+static void test_self_argv_failalloc (void **state)
+{
+    for (int n = 1; n < 100; n++) {
+        char *buf = NULL, **argv = NULL;
+        int argc;
+
+        failalloc_arm (n);
+        argc = tier_self_argv (&buf, &argv);
+        if (!failalloc_failed) {
+            failalloc_arm (-1);
+            assert_true (argc >= 1 && n > 2);
+            free (argv);
+            free (buf);
+            return;
+        }
+        assert_int_equal (argc, -1);
+        assert_int_equal (errno, ENOMEM);
+        assert_null (argv);
+        assert_null (buf);
+    }
+    fail_msg ("tier_self_argv never finished");
+}
+
+/* The submit-time checks read the submitting process's own command line
+ * (sbatch -N 2 SCRIPT): run in a copy of this program started that way,
+ * failing each of their allocations in turn.  The exit status says what
+ * went wrong (0: nothing).
+ */
+static int submit_child (void)
+{
+    int n;
+
+    for (n = 1; n < 100; n++) {
+        int rc;
+
+        failalloc_arm (n);
+        rc = tier_submit_is_array ();
+        if (!failalloc_failed)
+            break;
+        if (rc != -1 || errno != ENOMEM)
+            return 10;                  /* a failure must say so */
+    }
+    failalloc_arm (-1);
+    if (n < 4 || tier_submit_is_array () != 1)
+        return 11;                      /* argv, its words, the script */
+    for (n = 1; n < 100; n++) {
+        long nodes;
+
+        failalloc_arm (n);
+        nodes = tier_submit_nodes ();
+        if (!failalloc_failed) {
+            failalloc_arm (-1);
+            return nodes == 2 && n > 2 ? 0 : 12;
+        }
+        if (nodes != 0)
+            return 13;                  /* unknown, not a wrong count */
+    }
+    return 14;
+}
+
+static void test_submit_failalloc (void **state)
+{
+    char dir[] = "/tmp/test_opts.XXXXXX", script[64], self[4096];
+    const char *text = "#!/bin/bash\n#SBATCH --array=1-4\n#SBATCH -N 3\n"
+                       "echo\n";
+    ssize_t len;
+    int fd, status;
+    pid_t pid;
+
+    assert_non_null (mkdtemp (dir));
+    (void) snprintf (script, sizeof (script), "%s/job.sh", dir);
+    assert_true ((fd = open (script, O_WRONLY | O_CREAT | O_EXCL, 0600))
+                 >= 0);
+    assert_int_equal (write (fd, text, strlen (text)), (int) strlen (text));
+    close (fd);
+    assert_true ((len = readlink ("/proc/self/exe", self,
+                                  sizeof (self) - 1)) > 0);
+    self[len] = '\0';
+    assert_true ((pid = fork ()) >= 0);
+    if (pid == 0) {
+        char *argv[] = { "sbatch", "-N", "2", script, NULL };
+        (void) setenv ("TEST_OPTS_SUBMIT_CHILD", "1", 1);
+        (void) unsetenv ("SBATCH_ARRAY_INX");
+        (void) unsetenv ("SBATCH_NNODES");
+        execv (self, argv);
+        _exit (127);
+    }
+    assert_int_equal (waitpid (pid, &status, 0), pid);
+    (void) unlink (script);
+    (void) rmdir (dir);
+    if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+        fail_msg ("the submit checks under failing allocations: status "
+                  "0x%x (see submit_child)", status);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -453,6 +565,11 @@ int main (void)
         cmocka_unit_test (test_sbatch_argv),
         cmocka_unit_test (test_sbatch_script),
         cmocka_unit_test (test_self_argv),
+        cmocka_unit_test (test_self_argv_failalloc),
+        cmocka_unit_test (test_submit_failalloc),
     };
+
+    if (getenv ("TEST_OPTS_SUBMIT_CHILD"))
+        return submit_child ();
     return UNIT_RUN (tests);
 }

@@ -1211,6 +1211,63 @@ static void test_connect_and_call (void **state)
     assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
 }
 
+/* An agent that refuses a connection says why in a reply with id 0 and
+ * closes: the client reports that reason, whether its request went out
+ * before the close (the reply is read) or not (EPIPE, then the reply).
+ */
+static void test_connect_refused (void **state)
+{
+    static const char why[] = "{\"errno\":11,\"error\":\"uid 7 has 64 "
+                              "connections already (ClientsPerUser)\"}";
+    tier_error_t error = { { 0 } };
+    char path[100], *reply = NULL, c;
+    size_t len;
+
+    if (geteuid () != 0)
+        skip ();
+    snprintf (path, sizeof (path), "%s/refuse.sock", tmpdir);
+    for (int late = 0; late < 2; late++) {
+        int lfd = listen_at (path, 4), p[2], fd, status;
+        pid_t pid;
+
+        assert_int_equal (pipe (p), 0);
+        pid = fork ();
+        assert_true (pid >= 0);
+        if (pid == 0) {
+            struct pollfd pfd = { .events = POLLIN };
+            tier_error_t e;
+            close (p[0]);
+            if ((pfd.fd = accept4 (lfd, NULL, NULL, SOCK_CLOEXEC)) < 0)
+                _exit (1);
+            /* late: the request is in when the refusal goes out */
+            if (late && poll (&pfd, 1, 5000) != 1)
+                _exit (2);
+            if (tier_msg_send (pfd.fd, TIER_MSG_RESPONSE, 0, why,
+                               strlen (why), NULL, 0, 1000, &e) < 0)
+                _exit (3);
+            close (pfd.fd);
+            _exit (write (p[1], "d", 1) == 1 ? 0 : 4);
+        }
+        close (p[1]);
+        close (lfd);
+        assert_true ((fd = tier_client_connect (path, 1000, &error)) >= 0);
+        if (!late)                      /* closed before we send */
+            assert_int_equal (read (p[0], &c, 1), 1);
+        expect_errno (tier_client_call (fd, "{\"op\":\"ping\"}", NULL, 0,
+                                        &reply, &len, 5000, &error), EAGAIN);
+        assert_null (reply);
+        assert_string_equal (error.text, "uid 7 has 64 connections already "
+                             "(ClientsPerUser)");
+        if (late)
+            assert_int_equal (read (p[0], &c, 1), 1);
+        close (fd);
+        close (p[0]);
+        assert_int_equal (waitpid (pid, &status, 0), pid);
+        assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+        assert_int_equal (unlink (path), 0);
+    }
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -1236,6 +1293,7 @@ int main (void)
         cmocka_unit_test (test_connect_timeout),
         cmocka_unit_test (test_connect_not_root),
         cmocka_unit_test (test_connect_and_call),
+        cmocka_unit_test (test_connect_refused),
     };
 
     /* SIGPIPE stays fatal: the library must never raise it */
