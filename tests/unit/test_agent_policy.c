@@ -18,12 +18,6 @@
 #include "lib/conf.h"
 #include "policies/policy.h"
 
-/* main.c is not in libtierd */
-uid_t agent_slurm_uid (const struct tier_conf *c)
-{
-    return (uid_t) -1;
-}
-
 static char dir[64];
 static struct tier_conf *conf;
 static struct agent agent;
