@@ -144,6 +144,19 @@ test_expect_success 'a directory policy does the same without any option' '
     test "$(batch_ctr $id hits)" = 3 && test "$(batch_ctr $id misses)" = 0
 '
 
+test_expect_success 'none inside a batch directory: read from the GFS, never cached' '
+    as_user alice mkdir -p $DB/nc && as_user alice sh -c "head -c 1M /dev/urandom > $DB/nc/f" &&
+    (cd $H && as_user alice $TIERCTL set policy $DB/nc none) && gfsemu_reset "$GFS" &&
+    id=$(sbatch_wait alice -w n1 --tier-cache=auto -o $OUT/nc.out \
+        --wrap "cat $DB/nc/f >/dev/null; sha256sum $DB/nc/f; cat $DB/big >/dev/null") &&
+    grep -q "^$(sha256sum <$GFS-backing/home/alice/db/nc/f | cut -d" " -f1) " $OUT/nc.out &&
+    test ! -e $BB/replicas/u$alice_uid/$(key_of $DB/nc/f) &&
+    test "$(gfsemu_stat "$GFS" home/alice/db/nc/f read_bytes)" = $((2 * 1048576)) &&
+    test "$(gfsemu_stat "$GFS" home/alice/db/big read_bytes)" = 0 &&
+    stats_settle && test "$(batch_ctr $id hits)" = 1 && test "$(batch_ctr $id misses)" = 0 &&
+    (cd $H && as_user alice $TIERCTL unset policy $DB/nc)
+'
+
 test_expect_success '16 processes opening a cold file behind a barrier cause one copy' '
     as_user alice sh -c "head -c 32M /dev/urandom > $DB/cold" && gfsemu_reset "$GFS" &&
     cat >$H/barrier.sh <<EOF2 &&
@@ -514,6 +527,21 @@ test_expect_success 'BBMinFree: below it the least recently used replica goes fi
     grep "replica of $DB/b/f2 (16777216 bytes) evicted: BB free space" $CLUSTER/log/tierd-n2.log &&
     stats_settle && test "$(batch_ctr $id misses)" = 1 &&
     conf_set BBMinFree && agent_reload n2
+'
+test_expect_success 'budget: replicas in use by a running batch go last' '
+    (cd $H && as_user alice $TIERCTL -N n2 evict $DB/b) >/dev/null &&
+    for f in r1 r2 r3; do as_user alice sh -c "head -c 16M /dev/urandom > $DB/b/$f" || exit 1; done &&
+    conf_set BBCapacity 40M && agent_reload n2 && rm -f $OUT/goA &&
+    a=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-batch=$DB -o /dev/null \
+        --wrap "cat $DB/b/r1 >/dev/null; while [ ! -e $OUT/goA ]; do sleep 0.2; done") &&
+    wait_for 60 replica_of $DB/b/r1 &&
+    id=$(sbatch_wait alice -w n2 --tier-batch=$DB -o /dev/null --wrap "cat $DB/b/r2 >/dev/null") &&
+    replica_of $DB/b/r2 &&
+    id=$(sbatch_wait alice -w n2 --tier-batch=$DB -o /dev/null --wrap "cat $DB/b/r3 >/dev/null") &&
+    replica_of $DB/b/r1 && ! replica_of $DB/b/r2 && replica_of $DB/b/r3 &&
+    grep "replica of $DB/b/r2 (16777216 bytes) evicted: BB budget" $CLUSTER/log/tierd-n2.log &&
+    touch $OUT/goA && wait_for 60 job_done $a &&
+    conf_set BBCapacity 2G && agent_reload n2
 '
 test_expect_success 'no node was drained' 'no_drain'
 test_done

@@ -98,6 +98,16 @@ test_expect_success '--job gives one array task'"'"'s numbers' '
     test "$(field "d[\"total\"][\"scratch_bytes\"]" <$TRASH/job.json)" = $((3 * 1048576)) &&
     test "$(field "d[\"batch\"]" <$TRASH/job.json)" = $BATCH
 '
+test_expect_success PYLIBS '--job --json and every batch of --user --json validate too' '
+    (cd $H && as_user alice $TIERCTL stats --user --json) >$TRASH/user.json &&
+    $PY -c "
+import json,sys,jsonschema
+s=json.load(open(sys.argv[1])); j=json.load(open(sys.argv[2])); u=json.load(open(sys.argv[3]))
+jsonschema.validate(j, s)
+assert isinstance(u, list) and len(u) >= 1, u
+for b in u: jsonschema.validate(b, s)
+print(\"valid\", len(u))" $TIER_SRCDIR/doc/stats.schema.json $TRASH/job.json $TRASH/user.json
+'
 test_expect_success 'tierctl stats --user lists alice'"'"'s batches' '
     (cd $H && as_user alice $TIERCTL stats --user) | tee $TRASH/list && grep -q "^$BATCH " $TRASH/list
 '
