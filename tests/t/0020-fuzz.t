@@ -39,6 +39,23 @@ pkg-config --exists jansson 2>/dev/null && test_set_prereq JANSSON
 # fuzz_rpc links what the configured build links the agent with
 test -f "$TIER_BUILDDIR/agent/Makefile" && test_set_prereq AGENT
 
+# am_sources DIR "FILES" VAR...: the .c files the Makefile.am FILES of DIR
+# list in VAR (VAR = and VAR += lines, continued with backslashes), as
+# paths from the top: fuzz_rpc builds what the agent is built from
+am_sources () {
+    _d=$1 _fs=$2
+    shift 2
+    for _v in "$@"; do
+        for _f in $_fs; do
+            awk -v v="$_v" '
+                $1 == v && ($2 == "=" || $2 == "+=") { on = 1; $1 = $2 = "" }
+                on { cont = sub(/\\$/, ""); for (i = 1; i <= NF; i++)
+                         if ($i ~ /\.c$/) print $i
+                     if (!cont) on = 0 }' "$TIER_SRCDIR/$_d/$_f"
+        done
+    done | sed "s|^|$_d/|"
+}
+
 # sources_of NAME: what fuzz_NAME is built from, besides itself
 sources_of () {
     case $1 in
@@ -53,15 +70,11 @@ sources_of () {
         evt) echo lib/evt_csv.c lib/error.c ;;
         policy) echo policies/policy.c policies/resolve.c lib/paths.c \
                     lib/units.c lib/error.c ;;
-        rpc) for _m in store peer ctr rpc jobs tiers stats stage replica \
-                       mirror migrate server policy; do
-                 echo agent/$_m.c
-             done
-             for _m in error units paths conf counters state jobns proto \
-                       tjson client copy log; do
-                 echo lib/$_m.c
-             done
-             echo policies/policy.c policies/resolve.c policies/files.c ;;
+        rpc) am_sources agent Makefile.am libtierd_la_SOURCES
+             am_sources lib "Makefile.am copy.mk endpoint.mk" CORE_SOURCES \
+                 libtier_la_SOURCES libtier_remote_la_SOURCES
+             am_sources policies Makefile.am libtierpolicy_la_SOURCES \
+                 libtierpolicy_files_la_SOURCES ;;
     esac
 }
 
@@ -71,8 +84,9 @@ agent_flags () {
     _mk=$TIER_BUILDDIR/agent/Makefile
     _v=""
     for _k in SLURM_CPPFLAGS JANSSON_CFLAGS LMDB_CFLAGS PMEM_CFLAGS \
-              ACL_CFLAGS CRYPTO_CFLAGS PTHREAD_CFLAGS JANSSON_LIBS \
-              LMDB_LIBS PMEM_LIBS ACL_LIBS CRYPTO_LIBS SLURM_LIBS \
+              ACL_CFLAGS CRYPTO_CFLAGS CURL_CFLAGS PTHREAD_CFLAGS \
+              JANSSON_LIBS LMDB_LIBS PMEM_LIBS ACL_LIBS CRYPTO_LIBS \
+              CURL_LIBS SLURM_LIBS \
               PTHREAD_LIBS; do
         _v="$_v $(sed -n "s/^$_k = //p" "$_mk" 2>/dev/null)"
     done
