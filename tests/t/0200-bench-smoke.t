@@ -12,6 +12,14 @@ test_expect_success MPI 'bench/run --smoke runs every scenario and prints the ta
         grep "^| $s |" "$TRASH/out" | grep -qv "| - |" || { echo "no $s"; exit 1; }
     done
 '
+test_expect_success MPI 'scenario e: every target and client count has a point' '
+    for t in "GFS" "BB directory" "NVDIMM scratch (tier)"; do
+        for k in 1 3; do
+            grep -F "| cwrite | $k x 1 | $t |" "$TRASH/out" >/dev/null \
+                || { echo "no $t with $k clients"; exit 1; }
+        done
+    done
+'
 test_expect_success MPI 'scenario f: all seven applications are replayed' '
     for a in SETI BLAST IBIS CMS HF Nautilus AMANDA; do
         grep -q "^| replay | $a |" "$TRASH/out" || { echo "no $a"; exit 1; }
@@ -47,7 +55,10 @@ test_expect_success MPI 'replay: with tier, no pipeline byte reaches the GFS' '
 	EOF
 '
 test_expect_success MPI 'the JSON results and the CSV for tierctl predict are written' '
-    ls "$TRASH/res" && python3 -c "import json,glob; d=json.load(open(glob.glob(\"$TRASH/res/bench-*.json\")[0])); assert d[\"results\"] and d[\"replay\"]" &&
-    head -2 "$TRASH/res/cwrite-gfs.csv" | grep -q "^run,node,seconds$"
+    ls "$TRASH/res" && python3 -c "import json,glob; d=json.load(open(glob.glob(\"$TRASH/res/bench-*.json\")[0])); assert d[\"results\"] and d[\"cwrite\"] and d[\"replay\"]" &&
+    for t in gfs bb nvdimm; do
+        head -1 "$TRASH/res/cwrite-$t-3.csv" | grep -q "^run,node,seconds$" || exit 1
+    done &&
+    test "$(grep -c "^[0-9]*,n[123]\.[0-9]*,[0-9.]*$" "$TRASH/res/cwrite-gfs-3.csv")" = 9
 '
 test_done
