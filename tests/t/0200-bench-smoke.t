@@ -12,6 +12,10 @@ test_expect_success MPI 'bench/run --smoke runs every scenario and prints the ta
         grep "^| $s |" "$TRASH/out" | grep -qv "| - |" || { echo "no $s"; exit 1; }
     done
 '
+test_expect_success MPI 'scenario a: the page-cache model is a row of its own' '
+    grep "^| batch | N=4 tasks: GFS MiB read (4 MiB file), against a page-cached GFS client" "$TRASH/out" \
+        | grep -qv "| - |"
+'
 test_expect_success MPI 'scenario e: every target and client count has a point' '
     for t in "GFS" "BB directory" "NVDIMM scratch (tier)"; do
         for k in 1 3; do
