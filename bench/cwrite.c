@@ -12,7 +12,9 @@
  * ct2 (the slowest client decides).  After RUNS runs (at least 20 by
  * default), the CUT highest and CUT lowest of each are dropped before
  * averaging (5 by default, as in the paper).  --csv writes every client's
- * ct1 as run,node,seconds (the input of tierctl predict).
+ * ct1 as run,node,seconds (the input of tierctl predict); --json the
+ * trimmed means and medians, every run's overall and raw throughput
+ * (sorted) and every client's ct1 per run.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -175,8 +177,16 @@ int main (int argc, char **argv)
             fprintf (jf, "{\"clients\": %d, \"bytes_per_client\": %llu, "
                      "\"runs\": %d, \"cut\": %d, \"overall_mib_s\": %.3f, "
                      "\"raw_mib_s\": %.3f, \"overall_median\": %.3f, "
-                     "\"raw_median\": %.3f, \"per_client_ct1\": [", nranks,
+                     "\"raw_median\": %.3f, ", nranks,
                      (unsigned long long) size, runs, cut, mo, mr, medo, medr);
+            /* every run's throughput (sorted), trimmed or not */
+            fprintf (jf, "\"overall_runs\": [");
+            for (int r = 0; r < runs; r++)
+                fprintf (jf, "%s%.3f", r ? ", " : "", over[r]);
+            fprintf (jf, "], \"raw_runs\": [");
+            for (int r = 0; r < runs; r++)
+                fprintf (jf, "%s%.3f", r ? ", " : "", raw[r]);
+            fprintf (jf, "], \"per_client_ct1\": [");
             for (int k = 0; k < nranks; k++) {
                 fprintf (jf, "%s[", k ? ", " : "");
                 for (int r = 0; r < runs; r++)
