@@ -191,7 +191,8 @@ static int child_write (const char *root, const struct store_job *job,
         send_found (fd, FOUND_ERROR, e.text);
         return 1;
     }
-    sweep_frozen (jfd, keep);
+    if (keep > 0)
+        sweep_frozen (jfd, keep);
     job_dir_name (job, name, sizeof (name));
     if ((d = tier_policy_subdir (jfd, name, true, &e)) < 0) {
         send_found (fd, FOUND_ERROR, e.text);
@@ -216,6 +217,45 @@ static int child_write (const char *root, const struct store_job *job,
     return 0;
 }
 
+/* Should this freeze also sweep the user's old frozen sets?  A sweep
+ * reads every job directory the user has on the GFS: once per user and
+ * node every FROZEN_SWEEP_S, not at each job (that was quadratic in the
+ * jobs a user ran within the retention time).
+ */
+#define FROZEN_SWEEP_S 3600
+#define SWEEPS_MAX 256
+
+static bool sweep_due (uid_t uid)
+{
+    static struct {
+        uid_t uid;
+        time_t last;
+    } sweeps[SWEEPS_MAX];
+    static int nsweeps;
+    time_t now = time (NULL);
+    int i, oldest = 0;
+
+    for (i = 0; i < nsweeps; i++)
+        if (sweeps[i].uid == uid)
+            break;
+    if (i == nsweeps) {
+        if (nsweeps < SWEEPS_MAX)
+            i = nsweeps++;
+        else {                          /* forget the longest ago */
+            for (int k = 1; k < nsweeps; k++)
+                if (sweeps[k].last < sweeps[oldest].last)
+                    oldest = k;
+            i = oldest;
+        }
+        sweeps[i].uid = uid;
+        sweeps[i].last = 0;
+    }
+    if (now - sweeps[i].last < FROZEN_SWEEP_S)
+        return false;
+    sweeps[i].last = now;
+    return true;
+}
+
 /* Run fn in a child as the user and collect what it sends.  Returns the
  * kind, with the text in *out (malloc'd), or FOUND_ERROR.
  */
@@ -228,6 +268,9 @@ static int as_user (struct agent *a, const struct store_job *job,
     pid_t pid;
     time_t keep = a->conf->stats_retention > FROZEN_KEEP_MIN
                   ? (time_t) a->conf->stats_retention : FROZEN_KEEP_MIN;
+
+    if (!write || !sweep_due (job->uid))
+        keep = 0;                       /* no sweep this time */
 
     *out = NULL;
     if (pipe2 (pfd, O_CLOEXEC) < 0)

@@ -2,6 +2,7 @@
 test_description='directory policies: tierctl, layers, locked site policies, frozen job sets'
 . "$(dirname "$0")/../lib/tap.sh"
 . "$TIER_SRCDIR/tests/lib/cluster.sh"
+. "$TIER_SRCDIR/tests/lib/gfsemu.sh"
 
 test_have_prereq ROOT,SLURM,USERS || skip_all "needs root, Slurm and the users alice and bob"
 PY=/usr/bin/python3
@@ -272,6 +273,23 @@ test_expect_success 'a frozen set alice plants for her next job gives her only h
 '
 test_expect_success 'the agent logged the malformed site file with file and key' '
     grep -q "site policies: $SITE/20-bad.json: policy .$A/x.: key .tll.: unknown key" $CLUSTER/log/tierd-n3.log
+'
+# each job's frozen set is a file on the GFS: freezing one job's must not
+# read the sets of the jobs before it (once that was quadratic in the jobs
+# a user ran within the retention time: a metadata storm on the GFS)
+test_expect_success FUSE 'freezing a job'"'"'s set leaves other jobs'"'"' sets alone' '
+    a=$(sbatch_wait alice -w n2 --tier-cache=auto -o /dev/null --wrap true) &&
+    b=$(sbatch_wait alice -w n2 --tier-cache=auto -o /dev/null --wrap true) &&
+    test -f $STATE/users/alice/jobs/$a.0/policy.json &&
+    gfsemu_reset "$GFS" &&
+    c=$(sbatch_wait alice -w n2 --tier-cache=auto -o /dev/null --wrap true) &&
+    test -f $STATE/users/alice/jobs/$c.0/policy.json &&
+    (for j in $a $b; do
+        for k in lookup getattr open; do
+            n=$(gfsemu_stat "$GFS" .tier/users/alice/jobs/$j.0/policy.json $k) &&
+            echo "job $j policy.json $k: $n" && test "${n:-0}" = 0 || exit 1
+        done
+    done)
 '
 test_expect_success 'end the running job; no node was drained' '
     scancel $J1 && wait_for 60 job_done $J1 && no_drain
