@@ -36,6 +36,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -256,6 +258,9 @@ static bool sweep_due (uid_t uid)
     return true;
 }
 
+/* How long the agent waits for such a child (the GFS answering). */
+#define AS_USER_TIMEOUT_MS 5000
+
 /* Run fn in a child as the user and collect what it sends.  Returns the
  * kind, with the text in *out (malloc'd), or FOUND_ERROR.
  */
@@ -268,6 +273,7 @@ static int as_user (struct agent *a, const struct store_job *job,
     pid_t pid;
     time_t keep = a->conf->stats_retention > FROZEN_KEEP_MIN
                   ? (time_t) a->conf->stats_retention : FROZEN_KEEP_MIN;
+    int64_t deadline = agent_now_ms () + AS_USER_TIMEOUT_MS;
 
     if (!write || !sweep_due (job->uid))
         keep = 0;                       /* no sweep this time */
@@ -296,6 +302,26 @@ static int as_user (struct agent *a, const struct store_job *job,
                 break;
             buf = nb;
             cap += 65536;
+        }
+        {
+            /* a hung GFS must not stall the agent's loop for long */
+            struct pollfd pf = { .fd = pfd[0], .events = POLLIN };
+            int64_t left = deadline - agent_now_ms ();
+            int r = left > 0 ? poll (&pf, 1, (int) left) : 0;
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r == 0) {
+                (void) kill (pid, SIGKILL);     /* reaped with the others */
+                close (pfd[0]);
+                free (buf);
+                tier_log (LOG_ERR, "job %u: %s/users/%s did not answer "
+                          "within %d s", job->job_id,
+                          a->conf->shared_state_dir, job->user,
+                          AS_USER_TIMEOUT_MS / 1000);
+                *out = strdup ("the shared state directory did not answer "
+                               "in time");
+                return FOUND_ERROR;
+            }
         }
         n = read (pfd[0], buf + len, cap - len - 1);
         if (n < 0 && errno == EINTR)

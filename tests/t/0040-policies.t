@@ -274,6 +274,21 @@ test_expect_success 'a frozen set alice plants for her next job gives her only h
 test_expect_success 'the agent logged the malformed site file with file and key' '
     grep -q "site policies: $SITE/20-bad.json: policy .$A/x.: key .tll.: unknown key" $CLUSTER/log/tierd-n3.log
 '
+test_have_prereq ROOT && command -v strace >/dev/null && test_set_prereq STRACE
+# The GFS does not answer the freeze (the link that publishes the job's
+# policy.json is held for a minute by strace on n3's agent and its
+# children): the
+# agent gives up after 5 s, and the job still runs with tier.
+test_expect_success STRACE 'a GFS that does not answer the freeze holds the agent 5 s at most' '
+    pid=$(cat $CLUSTER/state/n3/tierd.pid) &&
+    { strace -f -qq -o /dev/null -p $pid -e trace=link,linkat \
+        -e inject=link,linkat:delay_enter=60000000 -P policy.json & } && st=$! &&
+    wait_for 10 grep -q "^TracerPid:[[:space:]]*$st\$" /proc/$pid/status &&
+    { id=$(sbatch_wait alice -w n3 --tier-cache=auto -o $A/hang.out --wrap "echo TIER \$TIER_JOB_ID"); rc=$?
+      kill $st; wait $st; test $rc = 0; } &&
+    cat $A/hang.out && grep -qx "TIER $id" $A/hang.out && ! grep -q warning $A/hang.out &&
+    grep "job $id: .* did not answer within 5 s" $CLUSTER/log/tierd-n3.log
+'
 # each job's frozen set is a file on the GFS: freezing one job's must not
 # read the sets of the jobs before it (once that was quadratic in the jobs
 # a user ran within the retention time: a metadata storm on the GFS)
