@@ -21,6 +21,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -53,6 +55,38 @@ int64_t agent_now_ms (void)
 
     clock_gettime (CLOCK_MONOTONIC, &ts);
     return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int agent_child_wait (pid_t pid, int *status, int timeout_ms)
+{
+    int pfd = (int) syscall (SYS_pidfd_open, pid, 0);
+    int64_t deadline = agent_now_ms () + timeout_ms;
+    pid_t r;
+
+    for (;;) {
+        if ((r = waitpid (pid, status, WNOHANG)) == pid)
+            break;
+        if (r < 0 && errno != EINTR)
+            break;
+        if (r == 0) {
+            struct pollfd p = { .fd = pfd, .events = POLLIN };
+            int64_t left = deadline - agent_now_ms ();
+            if (left <= 0) {
+                (void) kill (pid, SIGKILL);     /* reaped with the others */
+                if (pfd >= 0)
+                    close (pfd);
+                errno = ETIMEDOUT;
+                return -1;
+            }
+            if (pfd < 0)
+                (void) usleep (10000);
+            else
+                (void) poll (&p, 1, (int) left);
+        }
+    }
+    if (pfd >= 0)
+        close (pfd);
+    return r == pid ? 0 : -1;
 }
 
 /* The socket directory: root-owned 0755, never a symlink; created if

@@ -1069,9 +1069,8 @@ static void drop_made (struct agent *a, const struct store_job *job)
         int n = unmake_as_user (a->conf, job, made);
         _exit (n < 0 ? 255 : n);
     }
-    if (pid > 0)
-        while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
-            ;
+    if (pid > 0 && agent_child_wait (pid, &status, 5000) < 0)
+        status = 255 << 8;              /* the GFS did not answer in 5 s */
     if (pid < 0 || !WIFEXITED (status) || WEXITSTATUS (status) == 255)
         tier_log (LOG_WARNING, "job %u: the empty files made as mount points "
                   "for URL inputs could not be removed", job->job_id);
