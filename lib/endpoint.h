@@ -120,6 +120,15 @@ struct tier_creds *tier_creds_parse (const char *text, const char *file,
 struct tier_creds *tier_creds_load (const char *path, const char *profile,
                                     uid_t uid, tier_error_t *error);
 
+/* The credentials for s3://BUCKET/... in the user's file at path: the
+ * profile named like the bucket if the file has one, else [default].
+ * NULL with errno set and a message naming the file (never a value):
+ * ENOENT for no file or neither profile, EPERM for a refused file.
+ */
+struct tier_creds *tier_creds_for_bucket (const char *path,
+                                          const char *bucket, uid_t uid,
+                                          tier_error_t *error);
+
 /* Wipe the secrets and free.  NULL-safe. */
 void tier_creds_destroy (struct tier_creds *creds);
 
