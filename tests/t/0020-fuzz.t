@@ -58,7 +58,8 @@ sources_of () {
                  echo agent/$_m.c
              done
              for _m in error units paths conf counters state jobns proto \
-                       tjson client copy log; do
+                       tjson client copy log url sigv4 endpoint \
+                       endpoint_creds endpoint_s3 endpoint_http; do
                  echo lib/$_m.c
              done
              echo policies/policy.c policies/resolve.c policies/files.c ;;
@@ -71,8 +72,9 @@ agent_flags () {
     _mk=$TIER_BUILDDIR/agent/Makefile
     _v=""
     for _k in SLURM_CPPFLAGS JANSSON_CFLAGS LMDB_CFLAGS PMEM_CFLAGS \
-              ACL_CFLAGS CRYPTO_CFLAGS PTHREAD_CFLAGS JANSSON_LIBS \
-              LMDB_LIBS PMEM_LIBS ACL_LIBS CRYPTO_LIBS SLURM_LIBS \
+              ACL_CFLAGS CRYPTO_CFLAGS CURL_CFLAGS PTHREAD_CFLAGS \
+              JANSSON_LIBS LMDB_LIBS PMEM_LIBS ACL_LIBS CURL_LIBS \
+              CRYPTO_LIBS SLURM_LIBS \
               PTHREAD_LIBS; do
         _v="$_v $(sed -n "s/^$_k = //p" "$_mk" 2>/dev/null)"
     done
