@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Copyright 2026 the tier developers */
-/* migrate.c - stage-out: the write cache's migrations to the GFS
+/* migrate.c - stage-out: the write cache's migrations to the GFS (or to
+ * object stores)
  *
  * A job's output directories (--tier-stage-out, endpoint policies) are
  * overlays in its namespace on each node: lower = the GFS directory,
@@ -29,7 +30,10 @@
  *     is a conflict (e.g. two jobs appending to one file): kept on the
  *     cache and reported, never merged or overwritten;
  *   - retries failures (GFS full, permission denied, I/O errors) with
- *     backoff, keeping the data.
+ *     backoff, keeping the data;
+ *   - for DIR=URL outputs sends each file to URL + REL instead (S3 PUT or
+ *     multipart upload, WebDAV PUT + MOVE), with the same rules: see
+ *     "outputs to an object store" below.
  *
  * It reports every outcome on a pipe; the agent keeps them in LMDB (the
  * job's manifest: what reached the GFS, size, checksum; what is pending,
@@ -62,6 +66,7 @@
 #include <unistd.h>
 
 #include "lib/copy.h"
+#include "lib/endpoint.h"
 #include "lib/jobns.h"
 #include "lib/log.h"
 #include "lib/paths.h"
@@ -154,13 +159,22 @@ struct mfile {
     bool cleaned;               /* a dead migrator's temporaries gone */
     bool failing;               /* a failure reported since the last
                                  * success (retries are not counted) */
+    /* outputs to an object store (DIR=URL) */
+    char etag[256];             /* the object's ETag after our upload */
+    bool claimed;               /* the key is this job's (an upload of it
+                                 * was recorded as begun, or done) */
+    struct tier_s3_upload *up;  /* a multipart upload under way, as far as
+                                 * its state was reported */
     struct mfile *next;
 };
 
 struct mdir {
     int upperfd;                /* the upper directory (opened as root) */
-    int gfsfd;                  /* the GFS directory (opened as the user) */
+    int gfsfd;                  /* the GFS directory (opened as the user);
+                                 * -1 for outputs to an object store */
     char gfs[PATH_MAX];
+    struct tier_url *url;       /* DIR=URL: the prefix the files go to */
+    struct tier_creds *creds;   /* s3: the user's, read when first needed */
 };
 
 struct migrator {
@@ -172,6 +186,9 @@ struct migrator {
     int ndirs;
     struct mdir dirs[DIRS_MAX];
     struct mfile *files;
+    const struct tier_conf *conf;
+    char user[64];              /* the job's user (for the credentials) */
+    uid_t uid;
     int out;                    /* report pipe (shared with other migrators) */
     int in;                     /* commands */
     char inbuf[65536];
@@ -469,6 +486,316 @@ static void report_done (struct migrator *m, struct mfile *f,
     f->failing = false;
 }
 
+/* --------------------------------------- outputs to an object store ---
+ *
+ * DIR=URL: the job writes under DIR (the overlay's lower, never written
+ * here); each file REL goes to the object URL + REL with the endpoint
+ * library, as the user, with the user's own S3 credentials.
+ *
+ *   - Never clobbered: before the first upload the object is HEADed; one
+ *     that exists is an object that was there before the job (or that
+ *     somebody else wrote meanwhile): a conflict, the job's version is put
+ *     beside it at URL + .tier-conflicts/JOB/NODE/REL.  Before an upload
+ *     again (a file reopened after its migration) and before removing an
+ *     object, its ETag must still be the one our upload made.
+ *   - A key is claimed ("I", recorded by the agent) before its upload
+ *     starts, so that after a crash the object found there is known to be
+ *     this job's, not another writer's.
+ *   - S3 multipart uploads report their upload id ("M") and each part's
+ *     ETag ("P") as they go; the agent keeps them in LMDB and hands them
+ *     back to a restarted migrator, whose upload resumes with the parts
+ *     the server has.
+ *   - WebDAV: the library's PUT to a temporary name, then MOVE.
+ */
+
+/* Escaped names longer than this make no upload records (LMDB keys are
+ * at most 511 bytes): such an upload starts afresh after a crash. */
+#define UPLOAD_NAME_MAX 400
+
+/* An endpoint for the object REL under dir k's prefix. */
+static struct tier_endpoint *obj_endpoint (struct migrator *m, int k,
+                                           const char *rel,
+                                           const struct tier_endpoint_opts *o,
+                                           tier_error_t *error)
+{
+    struct mdir *d = &m->dirs[k];
+    struct tier_endpoint_opts opts = { 0 };
+    struct tier_endpoint *ep;
+    struct tier_url *u;
+
+    if (o)
+        opts = *o;
+    if (d->url->scheme == TIER_URL_S3 && !d->creds) {
+        char path[PATH_MAX];
+
+        if (!m->conf->shared_state_dir[0]) {
+            errno = ENOENT;
+            tier_errprintf (error, "%s: no S3 credentials: SharedStateDir "
+                            "is not set in tier.conf", d->url->display);
+            return NULL;
+        }
+        if (tier_creds_path (m->conf->shared_state_dir, m->user, path,
+                             sizeof (path)) < 0) {
+            tier_errprintf (error, "%s: no S3 credentials: %s",
+                            d->url->display, strerror (errno));
+            return NULL;
+        }
+        if (!(d->creds = tier_creds_for_bucket (path, d->url->bucket, m->uid,
+                                                error)))
+            return NULL;
+    }
+    opts.creds = d->creds;
+    opts.ca_file = m->conf->endpoint_ca_file[0] ? m->conf->endpoint_ca_file
+                                                : NULL;
+    opts.part_size = m->conf->endpoint_part_size;
+    opts.multipart_threshold = m->conf->endpoint_multipart;
+    if (!(u = tier_url_child (d->url, rel, error)))
+        return NULL;
+    ep = tier_endpoint_create (u, &opts, error);
+    tier_url_destroy (u);
+    return ep;
+}
+
+/* A failure to reach the object store: credentials refused are read
+ * again at the next try (the user may have fixed the file). */
+static void obj_fail (struct migrator *m, struct mfile *f, int err,
+                      const char *text)
+{
+    struct mdir *d = &m->dirs[f->k];
+
+    if (err == EACCES || err == EPERM || err == ENOENT) {
+        tier_creds_destroy (d->creds);
+        d->creds = NULL;
+    }
+    fail (m, f, err, text);
+}
+
+struct upctx {
+    struct migrator *m;
+    struct mfile *f;
+};
+
+/* The library's multipart state after each step: what is new in it goes
+ * to the agent, one line per part (a whole state of 10,000 parts would
+ * not fit a line). */
+static int on_upload_state (const char *json, void *arg)
+{
+    struct upctx *u = arg;
+    struct mfile *f = u->f;
+    struct tier_s3_upload *up;
+    char e[PATH_MAX * 3], x[1024];
+    tier_error_t err;
+
+    esc (f->rel, e, sizeof (e));
+    if (!json) {
+        if (f->up)
+            report (u->m, "X %d %s", f->k, e);
+        tier_s3_upload_destroy (f->up);
+        f->up = NULL;
+        return 0;
+    }
+    if (!(up = tier_s3_upload_load (json, &err)))
+        return 0;
+    if (strlen (e) > UPLOAD_NAME_MAX) {
+        tier_s3_upload_destroy (f->up);
+        f->up = up;                     /* resumable only in this life */
+        return 0;
+    }
+    if (!f->up || strcmp (f->up->upload_id, up->upload_id)) {
+        esc (up->upload_id, x, sizeof (x));
+        report (u->m, "M %d %llu %llu %lld %s %s", f->k,
+                (unsigned long long) up->part_size,
+                (unsigned long long) up->size, (long long) up->mtime_ns, x,
+                e);
+        tier_s3_upload_destroy (f->up);
+        f->up = NULL;
+    }
+    for (unsigned i = 0; i < up->nparts; i++)
+        if (up->etags[i] && !(f->up && i < f->up->nparts
+                              && f->up->etags[i])) {
+            esc (up->etags[i], x, sizeof (x));
+            report (u->m, "P %d %u %s %s", f->k, i + 1, x, e);
+        }
+    tier_s3_upload_destroy (f->up);
+    f->up = up;
+    return 0;
+}
+
+/* Is the object there someone else's?  Ours: the ETag our upload made,
+ * or a key this job claimed before a crash. */
+static bool obj_foreign (const struct mfile *f,
+                         const struct tier_endpoint_info *info)
+{
+    if (!info->exists)
+        return false;
+    if (f->published)
+        return f->etag[0] && info->etag[0] && strcmp (f->etag, info->etag);
+    return !f->claimed;
+}
+
+/* The object exists and is not ours: put this job's version beside it,
+ * at .tier-conflicts/JOB/NODE/REL under the prefix, and report it.  A
+ * side copy that fails is a failure, retried (the data stays cached). */
+static void obj_conflict (struct migrator *m, struct mfile *f, int src,
+                          const struct stat *st)
+{
+    struct tier_endpoint_result res;
+    struct tier_endpoint *ep;
+    char side[PATH_MAX * 2], e[PATH_MAX * 3], se[PATH_MAX * 6];
+    char why[TIER_ERROR_MAX + 200];
+    tier_error_t err;
+
+    (void) snprintf (side, sizeof (side), ".tier-conflicts/%u/%s/%s",
+                     m->job_id, m->node, f->rel);
+    if (!(ep = obj_endpoint (m, f->k, side, NULL, &err))
+        || tier_endpoint_put (ep, src, &res, &err) < 0) {
+        int e2 = errno;
+        tier_endpoint_destroy (ep);
+        if (e2 == ESTALE) {
+            mark_due (m, f->k, f->rel, SETTLE_MS);
+            return;
+        }
+        (void) snprintf (why, sizeof (why), "the object existed before "
+                         "the job, or changed since its upload: not "
+                         "overwritten, and this job's version could not be "
+                         "put beside it: %s", err.text);
+        obj_fail (m, f, e2, why);
+        return;
+    }
+    tier_endpoint_destroy (ep);
+    esc (f->rel, e, sizeof (e));
+    esc (side, se, sizeof (se));
+    ident_set (&f->src, st);
+    f->state = 'C';
+    f->backoff_ms = 0;
+    f->failing = false;
+    report (m, "C %d %s %s", f->k, e, se);
+}
+
+/* Migrate one file to its object (src: the cached file, st its stat). */
+static void migrate_one_object (struct migrator *m, struct mfile *f, int src,
+                                const struct stat *st)
+{
+    struct upctx uc = { .m = m, .f = f };
+    struct tier_endpoint_opts opts = { .state = on_upload_state,
+                                       .state_arg = &uc };
+    struct tier_endpoint_info info;
+    struct tier_endpoint_result res;
+    struct tier_endpoint *ep;
+    char hex[65], e[PATH_MAX * 3], te[sizeof (f->etag) * 3];
+    char *resume = NULL;
+    tier_error_t err;
+    int64_t t0;
+    bool first;
+    int rc;
+
+    /* this version is kept beside another writer's object already */
+    if (f->state == 'C' && ident_eq (&f->src, st))
+        return;
+    if (f->up && !(resume = tier_s3_upload_dump (f->up))) {
+        fail (m, f, ENOMEM, "out of memory");
+        return;
+    }
+    opts.resume = resume;
+    if (!(ep = obj_endpoint (m, f->k, f->rel, &opts, &err))) {
+        obj_fail (m, f, errno, err.text);
+        goto out;
+    }
+    if (tier_endpoint_head (ep, &info, NULL, &err) < 0) {
+        obj_fail (m, f, errno, err.text);
+        goto out;
+    }
+    if (obj_foreign (f, &info)) {
+        obj_conflict (m, f, src, st);
+        goto out;
+    }
+    esc (f->rel, e, sizeof (e));
+    /* claimed before any byte goes: after a crash the object is ours */
+    report (m, "I %d %s", f->k, e);
+    f->claimed = true;
+    t0 = mono_us ();
+    if (sha256_fd (src, hex) < 0) {
+        fail (m, f, errno, strerror (errno));
+        goto out;
+    }
+    rc = tier_endpoint_put (ep, src, &res, &err);
+    if (rc < 0) {
+        int e2 = errno;
+        if (e2 == ESTALE)
+            mark_due (m, f->k, f->rel, SETTLE_MS);      /* still written */
+        else
+            obj_fail (m, f, e2, err.text);
+        goto out;
+    }
+    tier_s3_upload_destroy (f->up);
+    f->up = NULL;
+    /* the version we made: the answer's ETag, or HEAD's (WebDAV) */
+    if (res.etag[0])
+        (void) snprintf (f->etag, sizeof (f->etag), "%s", res.etag);
+    else if (tier_endpoint_head (ep, &info, NULL, &err) == 0 && info.exists)
+        (void) snprintf (f->etag, sizeof (f->etag), "%s", info.etag);
+    else
+        f->etag[0] = '\0';
+    ident_set (&f->src, st);
+    first = !f->published;
+    f->published = true;
+    f->ours = true;
+    f->state = 'D';
+    f->backoff_ms = 0;
+    f->failing = false;
+    esc (f->etag[0] ? f->etag : "-", te, sizeof (te));
+    report (m, "O %d %lld %lld.%09ld %s %lld %d %s %s", f->k,
+            (long long) st->st_size, (long long) st->st_mtim.tv_sec,
+            st->st_mtim.tv_nsec, hex, (long long) (mono_us () - t0),
+            first ? 1 : 0, te, e);
+out:
+    tier_endpoint_destroy (ep);
+    free (resume);
+}
+
+/* A name of an object output gone from the job's view (renamed, deleted):
+ * abort its unfinished upload, and remove the object if it is still the
+ * version this job made (or a key it claimed).  A failure to reach the
+ * server leaves it for the next sync. */
+static void unpublish_object (struct migrator *m, struct mfile *f)
+{
+    struct tier_endpoint_info info;
+    struct tier_endpoint *ep;
+    char e[PATH_MAX * 3];
+    tier_error_t err;
+
+    if (!f->published && !f->claimed && !f->up)
+        return;
+    esc (f->rel, e, sizeof (e));
+    if (!(ep = obj_endpoint (m, f->k, f->rel, NULL, &err)))
+        return;
+    if (f->up) {
+        char *json = tier_s3_upload_dump (f->up);
+        /* best effort: s3rver, for one, cannot (ENOTSUP) */
+        if (json)
+            (void) tier_endpoint_abort_upload (ep, json, NULL, &err);
+        free (json);
+        tier_s3_upload_destroy (f->up);
+        f->up = NULL;
+        report (m, "X %d %s", f->k, e);
+    }
+    if (tier_endpoint_head (ep, &info, NULL, &err) < 0) {
+        tier_endpoint_destroy (ep);
+        return;
+    }
+    if (info.exists && !obj_foreign (f, &info)
+        && tier_endpoint_remove (ep, NULL, &err) < 0) {
+        tier_endpoint_destroy (ep);
+        return;
+    }
+    tier_endpoint_destroy (ep);
+    report (m, "U %d %s", f->k, e);
+    f->published = false;
+    f->claimed = false;
+    f->etag[0] = '\0';
+    f->state = 'U';
+}
+
 /* Migrate one file of the upper to the GFS. */
 static void migrate_one (struct migrator *m, struct mfile *f)
 {
@@ -497,8 +824,17 @@ static void migrate_one (struct migrator *m, struct mfile *f)
     if ((src = tier_path_open_beneath (d->upperfd, f->rel, O_RDONLY
                                        | O_NOFOLLOW | O_NONBLOCK, 0,
                                        TIER_BENEATH_NO_SYMLINKS)) < 0) {
-        if (errno == ENOENT || errno == ELOOP)
-            return;                     /* renamed or deleted: sync decides */
+        if (errno == ENOENT || errno == ELOOP) {
+            /* renamed or deleted before it was migrated: nothing is
+             * pending (sync takes a published one off again) */
+            if (f->state == 'F' && !f->published) {
+                report (m, "U %d %s", f->k, e);     /* its record goes */
+                f->failing = false;
+            }
+            if (f->state == 'P' || f->state == 'F')
+                f->state = f->published ? 'D' : 'U';
+            return;
+        }
         fail (m, f, errno, strerror (errno));
         return;
     }
@@ -509,6 +845,11 @@ static void migrate_one (struct migrator *m, struct mfile *f)
     if (f->published && f->state == 'D' && ident_eq (&f->src, &st)) {
         close (src);
         return;                         /* this version is on the GFS */
+    }
+    if (d->url) {
+        migrate_one_object (m, f, src, &st);
+        close (src);
+        return;
     }
     if ((pfd = gfs_parent (m, f->k, f->rel, &base)) < 0) {
         fail (m, f, errno, strerror (errno));
@@ -615,6 +956,19 @@ static void unpublish_gone (struct migrator *m)
         char e[PATH_MAX * 3];
         int pfd;
 
+        if (m->dirs[f->k].url) {
+            bool gone;
+            if (!f->published && !f->claimed && !f->up)
+                continue;
+            if (fstatat (m->dirs[f->k].upperfd, f->rel, &st,
+                         AT_SYMLINK_NOFOLLOW) == 0)
+                gone = S_ISCHR (st.st_mode) && st.st_rdev == makedev (0, 0);
+            else
+                gone = errno == ENOENT;
+            if (gone)
+                unpublish_object (m, f);
+            continue;
+        }
         if (!f->published || !f->ours)
             continue;
         /* gone from the job's view: no such name in the write cache, or a
@@ -677,6 +1031,84 @@ static void do_sync (struct migrator *m, unsigned seq, bool force)
     report (m, "S %u %d %d %d", seq, pending, failed, conflicts);
 }
 
+/* What a restarted agent knows of object outputs (the agent's records):
+ *   KNOWNO k size mtime etag rel     published, this version, this ETag
+ *   CLAIM k rel                      an upload of it had begun
+ *   UPLOAD k part_size size mtime_ns upload_id rel
+ *   PART k n etag rel                a multipart upload and its parts
+ * Returns 1 if line was one of them.
+ */
+static int on_object_command (struct migrator *m, const char *line)
+{
+    char rel[PATH_MAX * 3], raw[PATH_MAX], x[1024], v[1024];
+    unsigned long long psize, size;
+    long long ms, mtime;
+    long mns;
+    unsigned n;
+    int k;
+    struct mfile *f;
+
+    if (sscanf (line, "KNOWNO %d %llu %lld.%ld %1023s %s", &k, &size, &ms,
+                &mns, x, rel) == 6) {
+        if (k < 0 || k >= m->ndirs || !m->dirs[k].url
+            || unesc (rel, raw, sizeof (raw)) < 0
+            || unesc (x, v, sizeof (v)) < 0 || !(f = mf_get (m, k, raw, true)))
+            return 1;
+        f->published = f->ours = f->claimed = true;
+        f->state = 'D';
+        (void) snprintf (f->etag, sizeof (f->etag), "%.255s",
+                         strcmp (v, "-") ? v : "");
+        f->src.ino = 0;                 /* adopted when unchanged */
+        f->src.size = (off_t) size;
+        f->src.mtime.tv_sec = ms;
+        f->src.mtime.tv_nsec = mns;
+        return 1;
+    }
+    if (sscanf (line, "CLAIM %d %s", &k, rel) == 2) {
+        if (k >= 0 && k < m->ndirs && m->dirs[k].url
+            && unesc (rel, raw, sizeof (raw)) == 0
+            && (f = mf_get (m, k, raw, true)))
+            f->claimed = true;
+        return 1;
+    }
+    if (sscanf (line, "UPLOAD %d %llu %llu %lld %1023s %s", &k, &psize,
+                &size, &mtime, x, rel) == 6) {
+        struct tier_url *u;
+        tier_error_t err;
+        json_t *o;
+        char *text;
+
+        if (k < 0 || k >= m->ndirs || !m->dirs[k].url
+            || unesc (rel, raw, sizeof (raw)) < 0
+            || unesc (x, v, sizeof (v)) < 0 || !(f = mf_get (m, k, raw, true))
+            || !(u = tier_url_child (m->dirs[k].url, raw, &err)))
+            return 1;
+        /* the library's own state format, for opts.resume */
+        o = json_pack ("{s:i s:s s:s s:I s:I s:I s:[]}", "version", 1, "url",
+                       u->text, "upload_id", v, "size", (json_int_t) size,
+                       "mtime_ns", (json_int_t) mtime, "part_size",
+                       (json_int_t) psize, "parts");
+        tier_url_destroy (u);
+        text = o ? json_dumps (o, JSON_COMPACT) : NULL;
+        json_decref (o);
+        tier_s3_upload_destroy (f->up);
+        f->up = text ? tier_s3_upload_load (text, &err) : NULL;
+        free (text);
+        f->claimed = true;
+        return 1;
+    }
+    if (sscanf (line, "PART %d %u %1023s %s", &k, &n, x, rel) == 4) {
+        if (k >= 0 && k < m->ndirs && m->dirs[k].url
+            && unesc (rel, raw, sizeof (raw)) == 0
+            && unesc (x, v, sizeof (v)) == 0
+            && (f = mf_get (m, k, raw, false)) && f->up && n >= 1
+            && n <= f->up->nparts && !f->up->etags[n - 1])
+            f->up->etags[n - 1] = strdup (v);
+        return 1;
+    }
+    return 0;
+}
+
 /* Commands from the agent: SYNC seq | DIRTY k rel (closed after writing,
  * or renamed into place) | SCAN k rel (a new directory: take what it
  * holds) | KNOWN k ours ino size mtime ctime srcsize srcmtime rel | QUIT
@@ -691,6 +1123,8 @@ static int on_command (struct migrator *m, char *line)
     long mns, cns, smns;
     char rel[PATH_MAX * 3], raw[PATH_MAX];
 
+    if (on_object_command (m, line))
+        return 0;
     if (sscanf (line, "SYNC %u", &seq) == 1)
         do_sync (m, seq, false);
     else if (sscanf (line, "FLUSH %u", &seq) == 1)
@@ -804,6 +1238,7 @@ struct mspec {
     int64_t job_start;
     int ndirs;
     char gfs[DIRS_MAX][PATH_MAX];
+    char url[DIRS_MAX][TIER_URL_MAX + 1];   /* DIR=URL, or "" */
 };
 
 /* The migrator process: root until the directories are open, then the
@@ -832,6 +1267,9 @@ static void migrator_main (struct agent *a, const struct mspec *s,
     if (getpwuid_r (s->uid, &pw, buf, sizeof (buf), &pwp) != 0 || !pwp
         || getgrouplist (pw.pw_name, s->gid, groups, &ngroups) < 0)
         ngroups = 0;
+    m.conf = a->conf;
+    m.uid = s->uid;
+    (void) snprintf (m.user, sizeof (m.user), "%s", pwp ? pw.pw_name : "");
     for (int k = 0; k < s->ndirs; k++) {
         (void) snprintf (path, sizeof (path), "%.2048s/.outbox/%u.%u/%d/upper",
                          a->conf->nvdimm_dir, s->job_id, s->restart, k);
@@ -854,6 +1292,24 @@ static void migrator_main (struct agent *a, const struct mspec *s,
     for (int k = 0; k < m.ndirs; k++) {
         const char *root = NULL;
         int rootfd;
+        if (s->url[k][0]) {
+            /* DIR=URL: the files go to the URL; DIR is not written */
+            tier_error_t err;
+            static bool curl_ready;
+            m.dirs[k].gfsfd = -1;
+            if (!(m.dirs[k].url = tier_url_parse_output (s->url[k], &err))
+                || (!curl_ready && tier_endpoint_init (&err) < 0)) {
+                report (&m, "E %s", err.text);
+                _exit (1);
+            }
+            curl_ready = true;
+            if (m.dirs[k].upperfd < 0) {
+                report (&m, "E %s the write cache is gone",
+                        m.dirs[k].url->display);
+                _exit (1);
+            }
+            continue;
+        }
         for (int i = 0; i < a->conf->allowed_roots_count; i++)
             if (tier_path_under (m.dirs[k].gfs, a->conf->allowed_roots[i]))
                 root = a->conf->allowed_roots[i];
@@ -1097,6 +1553,16 @@ static void record (struct agent *a, struct mig *g, int k, const char *rel,
         (void) snprintf (path, sizeof (path), "%s/%s", g->spec.gfs[k], rel);
         json_object_set_new (val, "dir", json_string (g->spec.gfs[k]));
         json_object_set_new (val, "path", json_string (path));
+        if (g->spec.url[k][0]) {
+            /* DIR=URL: where the file goes (path: its name in the job) */
+            struct tier_url *pre, *u = NULL;
+            if ((pre = tier_url_parse (g->spec.url[k], &e)))
+                u = tier_url_child (pre, rel, &e);
+            json_object_set_new (val, "url", json_string (u ? u->text
+                                                            : "?"));
+            tier_url_destroy (u);
+            tier_url_destroy (pre);
+        }
     }
     s = val ? json_dumps (val, JSON_COMPACT) : NULL;
     json_decref (val);
@@ -1126,7 +1592,52 @@ static int mig_send (struct mig *g, const char *fmt, ...)
 
 struct known_ctx {
     struct mig *g;
+    bool parts;                 /* uploads_cb: the parts' pass */
+    int uploads;
 };
+
+/* "JOB.RESTART/K/REL u" -> {upload}, "JOB.RESTART/K/REL pN" -> ETag (REL
+ * escaped): to the migrator as UPLOAD and PART. */
+static int uploads_cb (const char *key, const void *val, size_t len,
+                       void *arg)
+{
+    struct known_ctx *kc = arg;
+    const char *sp = strrchr (key, ' '), *slash;
+    char rel[PATH_MAX * 3], x[1024];
+    unsigned id, rst, n;
+    int k;
+
+    if (!sp || sscanf (key, "%u.%u/%d/", &id, &rst, &k) != 3
+        || !(slash = strchr (strchr (key, '/') + 1, '/'))
+        || (size_t) (sp - slash - 1) >= sizeof (rel))
+        return 0;
+    memcpy (rel, slash + 1, (size_t) (sp - slash - 1));
+    rel[sp - slash - 1] = '\0';
+    if (!kc->parts && !strcmp (sp, " u")) {
+        json_error_t jerr;
+        json_t *o = json_loadb (val, len, 0, &jerr);
+        json_int_t psize = 0, size = 0, mtime = 0;
+        const char *uid = NULL;
+        if (o && json_unpack (o, "{s:s s:I s:I s:I}", "upload_id", &uid,
+                              "part_size", &psize, "size", &size,
+                              "mtime_ns", &mtime) == 0) {
+            esc (uid, x, sizeof (x));
+            (void) mig_send (kc->g, "UPLOAD %d %lld %lld %lld %s %s", k,
+                             (long long) psize, (long long) size,
+                             (long long) mtime, x, rel);
+            kc->uploads++;
+        }
+        json_decref (o);
+    }
+    else if (kc->parts && sscanf (sp, " p%u", &n) == 1 && len < 512) {
+        char etag[512];
+        memcpy (etag, val, len);
+        etag[len] = '\0';
+        esc (etag, x, sizeof (x));
+        (void) mig_send (kc->g, "PART %d %u %s %s", k, n, x, rel);
+    }
+    return 0;
+}
 
 static int known_cb (const char *key, const void *val, size_t len, void *arg)
 {
@@ -1147,6 +1658,25 @@ static int known_cb (const char *key, const void *val, size_t len, void *arg)
     rel++;
     if (!(o = json_loadb (val, len, 0, &jerr)))
         return 0;
+    if (json_object_get (o, "url")) {
+        /* an object output: published (with its ETag), or claimed */
+        const char *etag = NULL;
+        char te[1024];
+        if (json_unpack (o, "{s:s s:I s?I s?s s?s}", "state", &st, "k", &k,
+                         "size", &ssize, "mtime", &sm, "etag", &etag) == 0) {
+            esc (rel, e, sizeof (e));
+            esc (etag && *etag ? etag : "-", te, sizeof (te));
+            if (!strcmp (st, "done") && sm)
+                (void) mig_send (g, "KNOWNO %d %lld %s %s %s", (int) k,
+                                 (long long) ssize, sm, te, e);
+            else if (!strcmp (st, "uploading")
+                     || (!strcmp (st, "failed")
+                         && json_is_true (json_object_get (o, "claimed"))))
+                (void) mig_send (g, "CLAIM %d %s", (int) k, e);
+        }
+        json_decref (o);
+        return 0;
+    }
     if (json_unpack (o, "{s:s s:I s?I s?I s?I s?I s?s s?s s?s}", "state", &st,
                      "k", &k, "ours", &ours, "ino", &ino, "gfs_size", &size,
                      "size", &ssize, "gfs_mtime", &gm, "gfs_ctime", &gc,
@@ -1191,6 +1721,19 @@ static int mig_spawn (struct agent *a, struct mig *g)
     g->pid = pid;
     /* what is on the GFS already (an earlier migrator's work) */
     (void) store_output_foreach (a->store, known_cb, &kc, &e);
+    /* multipart uploads under way: each upload, then its parts */
+    {
+        char prefix[64];
+        (void) snprintf (prefix, sizeof (prefix), "%u.%u/", g->job_id,
+                         g->restart);
+        kc.parts = false;
+        (void) store_upload_foreach (a->store, prefix, uploads_cb, &kc, &e);
+        if (kc.uploads)
+            tier_log (LOG_NOTICE, "job %u: %d multipart upload(s) resume",
+                      g->job_id, kc.uploads);
+        kc.parts = true;
+        (void) store_upload_foreach (a->store, prefix, uploads_cb, &kc, &e);
+    }
     tier_log (LOG_INFO, "job %u: migrator %d for %d output director%s",
               g->job_id, (int) pid, g->spec.ndirs,
               g->spec.ndirs == 1 ? "y" : "ies");
@@ -1326,7 +1869,7 @@ struct fail_ctx {
 static int fail_cb (const char *key, const void *val, size_t len, void *arg)
 {
     struct fail_ctx *fc = arg;
-    const char *st = NULL, *path = NULL, *why = NULL;
+    const char *st = NULL, *path = NULL, *why = NULL, *url = NULL;
     char prefix[64];
     json_error_t jerr;
     json_t *o;
@@ -1337,9 +1880,11 @@ static int fail_cb (const char *key, const void *val, size_t len, void *arg)
         || json_array_size (fc->arr) >= fc->max
         || !(o = json_loadb (val, len, 0, &jerr)))
         return 0;
-    if (json_unpack (o, "{s:s s?s s?s}", "state", &st, "path", &path,
-                     "error", &why) == 0
-        && !strcmp (st, "failed") && path)
+    /* an object output is named by its URL */
+    if (json_unpack (o, "{s:s s?s s?s s?s}", "state", &st, "path", &path,
+                     "error", &why, "url", &url) == 0 && url)
+        path = url;
+    if (st && !strcmp (st, "failed") && path)
         json_array_append_new (fc->arr, json_pack ("{s:s s:s}", "path", path,
                                                    "error", why ? why : ""));
     json_decref (o);
@@ -1563,6 +2108,173 @@ static void settle (struct agent *a, struct mig *g)
     }
 }
 
+/* The record of an output, parsed (NULL if none). */
+static json_t *record_get (struct agent *a, struct mig *g, int k,
+                           const char *rel)
+{
+    char key[PATH_MAX + 64], *val = NULL;
+    json_error_t jerr;
+    tier_error_t e;
+    size_t vlen = 0;
+    json_t *o;
+
+    (void) snprintf (key, sizeof (key), "%u.%u/%d/%s", g->job_id, g->restart,
+                     k, rel);
+    if (store_output_get (a->store, key, &val, &vlen, &e) < 0)
+        return NULL;
+    o = json_loadb (val, vlen, 0, &jerr);
+    free (val);
+    return o;
+}
+
+/* Drop the upload records of one object output (rel escaped, as the
+ * migrator sent it). */
+static void uploads_drop (struct agent *a, struct mig *g, int k,
+                          const char *erel)
+{
+    char prefix[PATH_MAX * 3 + 64];
+    tier_error_t e;
+
+    (void) snprintf (prefix, sizeof (prefix), "%u.%u/%d/%s ", g->job_id,
+                     g->restart, k, erel);
+    if (store_upload_delete (a->store, prefix, &e) < 0)
+        tier_log (LOG_ERR, "uploads of job %u: %s", g->job_id, e.text);
+}
+
+/* The migrator's reports on object outputs: I (an upload begins), M (a
+ * multipart upload was created), P (one of its parts is there), X (it is
+ * gone), O (the object is published). */
+static void on_object_result (struct agent *a, struct mig *g, char type,
+                              const char *line, const struct store_job *job)
+{
+    char rel[PATH_MAX * 3], raw[PATH_MAX], x[1024], v[1024];
+    char key[PATH_MAX * 3 + 96];
+    unsigned long long psize, size;
+    long long mtime, us;
+    unsigned n;
+    int k, first;
+    struct store_kv kv;
+    tier_error_t e;
+    json_t *o;
+
+    switch (type) {
+        case 'I':
+            if (sscanf (line, "%d %s", &k, rel) != 2 || k < 0
+                || k >= g->spec.ndirs || unesc (rel, raw, sizeof (raw)) < 0)
+                return;
+            /* the key is this job's from now on, even if this upload
+             * fails (parts and counts of a multipart one are kept) */
+            o = record_get (a, g, k, raw);
+            if (!o || !json_is_object (o)) {
+                json_decref (o);
+                o = json_object ();
+            }
+            json_object_set_new (o, "state", json_string ("uploading"));
+            json_object_set_new (o, "k", json_integer (k));
+            json_object_set_new (o, "claimed", json_true ());
+            json_object_set_new (o, "time", json_integer (time (NULL)));
+            json_object_del (o, "error");
+            json_object_del (o, "errno");
+            json_object_del (o, "sha256");      /* of an older version */
+            record (a, g, k, raw, o);
+            return;
+        case 'M':
+            if (sscanf (line, "%d %llu %llu %lld %1023s %s", &k, &psize,
+                        &size, &mtime, x, rel) != 6 || k < 0
+                || k >= g->spec.ndirs || unesc (rel, raw, sizeof (raw)) < 0
+                || unesc (x, v, sizeof (v)) < 0 || !psize)
+                return;
+            uploads_drop (a, g, k, rel);        /* an older upload's */
+            {
+                json_t *u = json_pack ("{s:s s:I s:I s:I}", "upload_id", v,
+                                       "part_size", (json_int_t) psize,
+                                       "size", (json_int_t) size,
+                                       "mtime_ns", (json_int_t) mtime);
+                char *text = u ? json_dumps (u, JSON_COMPACT) : NULL;
+                json_decref (u);
+                (void) snprintf (key, sizeof (key), "%u.%u/%d/%s u",
+                                 g->job_id, g->restart, k, rel);
+                kv.key = key;
+                kv.val = text;
+                if (text && store_upload_apply (a->store, &kv, 1, &e) < 0)
+                    tier_log (LOG_ERR, "uploads of job %u: %s", g->job_id,
+                              e.text);
+                free (text);
+            }
+            if ((o = record_get (a, g, k, raw))) {
+                json_object_set_new (o, "parts", json_integer (
+                    (json_int_t) (size ? (size + psize - 1) / psize : 1)));
+                json_object_set_new (o, "parts_done", json_integer (0));
+                record (a, g, k, raw, o);
+            }
+            return;
+        case 'P':
+            if (sscanf (line, "%d %u %1023s %s", &k, &n, x, rel) != 4
+                || k < 0 || k >= g->spec.ndirs
+                || unesc (rel, raw, sizeof (raw)) < 0
+                || unesc (x, v, sizeof (v)) < 0)
+                return;
+            (void) snprintf (key, sizeof (key), "%u.%u/%d/%s p%05u",
+                             g->job_id, g->restart, k, rel, n);
+            kv.key = key;
+            kv.val = v;
+            if (store_upload_apply (a->store, &kv, 1, &e) < 0)
+                tier_log (LOG_ERR, "uploads of job %u: %s", g->job_id,
+                          e.text);
+            if ((o = record_get (a, g, k, raw))) {
+                json_int_t done = json_integer_value (
+                    json_object_get (o, "parts_done"));
+                json_object_set_new (o, "parts_done",
+                                     json_integer (done + 1));
+                record (a, g, k, raw, o);
+            }
+            return;
+        case 'X':
+            if (sscanf (line, "%d %s", &k, rel) == 2 && k >= 0
+                && k < g->spec.ndirs)
+                uploads_drop (a, g, k, rel);
+            return;
+        case 'O':
+            if (sscanf (line, "%d %llu %47s %79s %lld %d %1023s %s", &k,
+                        &size, v, x, &us, &first, key, rel) != 8
+                || k < 0 || k >= g->spec.ndirs || us < 0
+                || unesc (rel, raw, sizeof (raw)) < 0)
+                return;
+            {
+                char etag[1024];
+                if (unesc (key, etag, sizeof (etag)) < 0 || !strcmp (etag,
+                                                                     "-"))
+                    etag[0] = '\0';
+                json_t *old = record_get (a, g, k, raw), *o2;
+                uploads_drop (a, g, k, rel);
+                o2 = json_pack ("{s:s s:i s:I s:s s:b s:b s:s s:s s:I}",
+                                "state", "done", "k", k, "size",
+                                (json_int_t) size, "sha256", x, "ours", 1,
+                                "claimed", 1, "etag", etag, "mtime", v,
+                                "time", (json_int_t) time (NULL));
+                /* a multipart upload: how many parts it took */
+                if (o2 && old && json_object_get (old, "parts"))
+                    json_object_set (o2, "parts", json_object_get (old,
+                                                                   "parts"));
+                json_decref (old);
+                record (a, g, k, raw, o2);
+            }
+            if (job) {
+                /* as for the GFS, but these bytes are not GFS bytes */
+                g->out_us += (uint64_t) us;
+                if (first)
+                    ctr_add (a, job, TIER_ROLE_ENDPOINT,
+                             TIER_CTR_STAGE_OUT_FILES, 1);
+                ctr_add (a, job, TIER_ROLE_ENDPOINT, TIER_CTR_STAGE_OUT_MS,
+                         g->out_us / 1000);
+                g->out_us %= 1000;
+                ctr_add (a, job, TIER_ROLE_ENDPOINT,
+                         TIER_CTR_STAGE_OUT_BYTES, (uint64_t) size);
+            }
+            return;
+    }
+}
+
 static void on_result (struct agent *a, char *line)
 {
     unsigned job_id, restart;
@@ -1579,6 +2291,13 @@ static void on_result (struct agent *a, char *line)
     have_job = store_job_get (a->store, job_id, restart, &job, &e) == 0;
     line += off;
     switch (type) {
+        case 'I':
+        case 'M':
+        case 'P':
+        case 'X':
+        case 'O':
+            on_object_result (a, g, type, line, have_job ? &job : NULL);
+            break;
         case 'R':
             break;
         case 'E':
@@ -1628,15 +2347,30 @@ static void on_result (struct agent *a, char *line)
                 break;
             if (have_job && first)
                 ctr_add (a, &job, TIER_ROLE_ENDPOINT, TIER_CTR_FAILURES, 1);
-            record (a, g, k, raw, json_pack ("{s:s s:i s:i s:s s:I}",
-                                             "state", "failed", "k", k,
-                                             "errno", err, "error", line + n,
-                                             "time",
-                                             (json_int_t) time (NULL)));
-            tier_log (LOG_WARNING, "job %u: %s/%s did not reach the GFS: "
-                      "%s (kept, retried)", job_id,
-                      k < g->spec.ndirs ? g->spec.gfs[k] : "?", raw,
-                      line + n);
+            {
+                json_t *o = json_pack ("{s:s s:i s:i s:s s:I}", "state",
+                                       "failed", "k", k, "errno", err,
+                                       "error", line + n, "time",
+                                       (json_int_t) time (NULL));
+                json_t *old = k >= 0 && k < g->spec.ndirs
+                              && g->spec.url[k][0]
+                              ? record_get (a, g, k, raw) : NULL;
+                /* an object key this job claimed stays claimed */
+                if (o && old && json_is_true (json_object_get (old,
+                                                               "claimed")))
+                    json_object_set_new (o, "claimed", json_true ());
+                json_decref (old);
+                record (a, g, k, raw, o);
+            }
+            if (k >= 0 && k < g->spec.ndirs && g->spec.url[k][0])
+                tier_log (LOG_WARNING, "job %u: %s/%s did not reach its "
+                          "object store (%s): %s (kept, retried)", job_id,
+                          g->spec.gfs[k], raw, g->spec.url[k], line + n);
+            else
+                tier_log (LOG_WARNING, "job %u: %s/%s did not reach the "
+                          "GFS: %s (kept, retried)", job_id,
+                          k < g->spec.ndirs ? g->spec.gfs[k] : "?", raw,
+                          line + n);
             break;
         }
         case 'C': {
@@ -1647,7 +2381,20 @@ static void on_result (struct agent *a, char *line)
                 || unesc (rel, raw, sizeof (raw)) < 0
                 || unesc (se, side, sizeof (side)) < 0)
                 break;
-            if (strcmp (side, "-"))
+            if (k >= 0 && k < g->spec.ndirs && g->spec.url[k][0]) {
+                struct tier_url *pre, *u = NULL;
+                if ((pre = tier_url_parse (g->spec.url[k], &e)))
+                    u = tier_url_child (pre, side, &e);
+                (void) snprintf (why, sizeof (why), "the object existed "
+                                 "before the job, or changed since its "
+                                 "upload (another writer): not "
+                                 "overwritten; this job's version is at %s",
+                                 u ? u->text : "?");
+                tier_url_destroy (u);
+                tier_url_destroy (pre);
+                uploads_drop (a, g, k, rel);
+            }
+            else if (strcmp (side, "-"))
                 (void) snprintf (why, sizeof (why), "the GFS file changed "
                                  "during the job (another writer): not "
                                  "overwritten; this job's version is in "
@@ -1671,8 +2418,11 @@ static void on_result (struct agent *a, char *line)
             int k;
             char rel[PATH_MAX * 3], raw[PATH_MAX];
             if (sscanf (line, "%d %s", &k, rel) == 2
-                && unesc (rel, raw, sizeof (raw)) == 0)
+                && unesc (rel, raw, sizeof (raw)) == 0) {
                 record (a, g, k, raw, NULL);
+                if (k >= 0 && k < g->spec.ndirs && g->spec.url[k][0])
+                    uploads_drop (a, g, k, rel);
+            }
             break;
         }
         case 'S': {
@@ -1772,10 +2522,41 @@ void migrate_tick (struct agent *a)
 
 /* ---------------------------------------------------------- requests */
 
-static int parse_dirs (json_t *dirs, struct mspec *s, tier_error_t *error)
+/* dirs[K] and urls[K] (optional, "" for the GFS) of a request or of an
+ * outbox's dirs.json (an object {dirs, urls}, or the array of dirs that
+ * outboxes held before object stores). */
+static int parse_dirs (json_t *dirs, json_t *urls, struct mspec *s,
+                       tier_error_t *error)
 {
     size_t i;
     json_t *v;
+
+    if (json_is_object (dirs)) {
+        urls = json_object_get (dirs, "urls");
+        dirs = json_object_get (dirs, "dirs");
+    }
+    if (urls && (!json_is_array (urls)
+                 || json_array_size (urls) != json_array_size (dirs))) {
+        errno = EINVAL;
+        return tier_errprintf (error, "'urls' must have one URL (or \"\") "
+                               "per directory");
+    }
+    json_array_foreach (urls, i, v) {
+        const char *u = json_string_value (v);
+        struct tier_url *url;
+        tier_error_t e;
+        if (!u || strlen (u) > TIER_URL_MAX) {
+            errno = EINVAL;
+            return tier_errprintf (error, "'urls' must hold strings");
+        }
+        /* checked again here: the plugin's check can be bypassed */
+        if (*u && !(url = tier_url_parse_output (u, &e)))
+            return tier_errprintf (error, "--tier-stage-out: %s", e.text);
+        if (*u)
+            tier_url_destroy (url);
+        if (i < DIRS_MAX)
+            (void) snprintf (s->url[i], sizeof (s->url[i]), "%s", u);
+    }
 
     if (!json_is_array (dirs) || json_array_size (dirs) == 0
         || json_array_size (dirs) > DIRS_MAX) {
@@ -1801,15 +2582,21 @@ static int parse_dirs (json_t *dirs, struct mspec *s, tier_error_t *error)
 static int outbox_write_dirs (struct agent *a, const struct mig *g)
 {
     char path[PATH_MAX];
-    json_t *arr = json_array ();
+    json_t *arr = json_array (), *urls = json_array (), *o = NULL;
     int rc;
 
-    for (int k = 0; arr && k < g->spec.ndirs; k++)
+    for (int k = 0; arr && urls && k < g->spec.ndirs; k++) {
         json_array_append_new (arr, json_string (g->spec.gfs[k]));
+        json_array_append_new (urls, json_string (g->spec.url[k]));
+    }
     (void) snprintf (path, sizeof (path), "%.2048s/.outbox/%u.%u/dirs.json",
                      a->conf->nvdimm_dir, g->job_id, g->restart);
-    rc = arr ? json_dump_file (arr, path, JSON_COMPACT) : -1;
+    if (arr && urls)
+        o = json_pack ("{s:O s:O}", "dirs", arr, "urls", urls);
+    rc = o ? json_dump_file (o, path, JSON_COMPACT) : -1;
+    json_decref (o);
     json_decref (arr);
+    json_decref (urls);
     return rc;
 }
 
@@ -1856,7 +2643,8 @@ json_t *op_job_stageout (struct agent *a, struct conn *c, json_t *req,
         tier_errprintf (error, "job.stageout needs 'job_id' and 'restart'");
         return NULL;
     }
-    if (parse_dirs (json_object_get (req, "dirs"), &s, error) < 0
+    if (parse_dirs (json_object_get (req, "dirs"),
+                    json_object_get (req, "urls"), &s, error) < 0
         || store_job_get (a->store, (uint32_t) job_id, (uint32_t) restart,
                           &job, error) < 0)
         return NULL;
@@ -2119,7 +2907,8 @@ int migrate_init (struct agent *a)
                       de->d_name);
             continue;
         }
-        if (parse_dirs (dirs, &s, &e) == 0 && (g = mig_new (a, &job, &s))) {
+        if (parse_dirs (dirs, NULL, &s, &e) == 0
+            && (g = mig_new (a, &job, &s))) {
             tier_log (LOG_NOTICE, "job %u: resuming its outputs", id);
             g->spec.resumed = true;
             for (int k = 0; k < g->spec.ndirs; k++)

@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <lmdb.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ struct store {
     MDB_dbi counters;
     MDB_dbi replicas;
     MDB_dbi outputs;
+    MDB_dbi uploads;
 };
 
 #define COUNTERS_MAGIC 0x43524954u      /* "TIRC" */
@@ -100,6 +102,7 @@ struct store *store_open (const char *dir, size_t mapsize,
         || (rc = mdb_dbi_open (txn, "counters", MDB_CREATE, &st->counters))
         || (rc = mdb_dbi_open (txn, "replicas", MDB_CREATE, &st->replicas))
         || (rc = mdb_dbi_open (txn, "outputs", MDB_CREATE, &st->outputs))
+        || (rc = mdb_dbi_open (txn, "uploads", MDB_CREATE, &st->uploads))
         || (rc = mdb_txn_commit (txn))) {
         txn = NULL;
         lmdb_err (error, rc, "open databases");
@@ -592,4 +595,71 @@ int store_output_get (struct store *st, const char *k, char **val,
     if (rc)
         return lmdb_err (error, rc, "read output");
     return *val ? 0 : (errno = ENOMEM, -1);
+}
+
+int store_upload_apply (struct store *st, const struct store_kv *kv, int n,
+                        tier_error_t *error)
+{
+    return kv_apply (st, st->uploads, kv, n, error);
+}
+
+/* The keys starting with prefix, in order, from a cursor placed at the
+ * first of them (MDB_SET_RANGE).  del: delete them instead of calling cb.
+ */
+static int upload_range (struct store *st, const char *prefix,
+                         store_kv_f cb, void *arg, bool del,
+                         tier_error_t *error)
+{
+    size_t plen = strlen (prefix);
+    MDB_val key = { plen, (void *) prefix }, val;
+    MDB_cursor *cur;
+    MDB_txn *txn;
+    int rc;
+
+    if ((rc = mdb_txn_begin (st->env, NULL, del ? 0 : MDB_RDONLY, &txn)))
+        return lmdb_err (error, rc, "uploads");
+    if ((rc = mdb_cursor_open (txn, st->uploads, &cur))) {
+        mdb_txn_abort (txn);
+        return lmdb_err (error, rc, "uploads");
+    }
+    for (rc = mdb_cursor_get (cur, &key, &val, plen ? MDB_SET_RANGE
+                                                    : MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get (cur, &key, &val, MDB_NEXT)) {
+        char k[PATH_MAX + 128];
+        if (key.mv_size < plen || memcmp (key.mv_data, prefix, plen))
+            break;
+        if (del) {
+            if ((rc = mdb_cursor_del (cur, 0)))
+                break;
+            continue;
+        }
+        if (key.mv_size >= sizeof (k))
+            continue;
+        memcpy (k, key.mv_data, key.mv_size);
+        k[key.mv_size] = '\0';
+        if (cb (k, val.mv_data, val.mv_size, arg))
+            break;
+    }
+    mdb_cursor_close (cur);
+    if (rc && rc != MDB_NOTFOUND) {
+        mdb_txn_abort (txn);
+        return lmdb_err (error, rc, "uploads");
+    }
+    if (!del)
+        mdb_txn_abort (txn);
+    else if ((rc = mdb_txn_commit (txn)))
+        return lmdb_err (error, rc, "uploads");
+    return 0;
+}
+
+int store_upload_foreach (struct store *st, const char *prefix,
+                          store_kv_f cb, void *arg, tier_error_t *error)
+{
+    return upload_range (st, prefix, cb, arg, false, error);
+}
+
+int store_upload_delete (struct store *st, const char *prefix,
+                         tier_error_t *error)
+{
+    return upload_range (st, prefix, NULL, NULL, true, error);
 }

@@ -120,4 +120,17 @@ int store_output_foreach (struct store *st, store_kv_f cb, void *arg,
 int store_output_get (struct store *st, const char *key, char **val,
                       size_t *len, tier_error_t *error);
 
+/* Multipart uploads of object-store outputs in flight (migrate.c): their
+ * upload ids and the ETags of their parts, so that an upload resumes
+ * after a crash.  Keys "JOB.RESTART/K/REL u" and "JOB.RESTART/K/REL pN"
+ * (REL escaped: no blank in it).  foreach and delete act on the keys
+ * starting with prefix.
+ */
+int store_upload_apply (struct store *st, const struct store_kv *kv, int n,
+                        tier_error_t *error);
+int store_upload_foreach (struct store *st, const char *prefix,
+                          store_kv_f cb, void *arg, tier_error_t *error);
+int store_upload_delete (struct store *st, const char *prefix,
+                         tier_error_t *error);
+
 #endif /* !TIER_STORE_H */

@@ -84,17 +84,30 @@ int cmd_outputs (struct ctl *ctl, int argc, char **argv)
             ? "" : " (migrations finished)");
     json_array_foreach (json_object_get (res, "outputs"), i, v) {
         const char *st = json_string_value (json_object_get (v, "state"));
-        const char *path = json_string_value (json_object_get (v, "path"));
+        const char *path = json_string_value (json_object_get (v, "url"));
+        const char *parts = "";
+        char pbuf[64];
         const char *file = json_string_value (json_object_get (v, "file"));
         const char *sha = json_string_value (json_object_get (v, "sha256"));
         const char *err = json_string_value (json_object_get (v, "error"));
-        printf ("%-9s %10s  %s%s%s\n", st ? st : "?",
+        if (!path)      /* a GFS output; an object output shows its URL */
+            path = json_string_value (json_object_get (v, "path"));
+        if (st && !strcmp (st, "uploading")
+            && json_object_get (v, "parts")) {
+            (void) snprintf (pbuf, sizeof (pbuf), "  (part %lld of %lld "
+                             "done)", (long long) json_integer_value (
+                                 json_object_get (v, "parts_done")),
+                             (long long) json_integer_value (
+                                 json_object_get (v, "parts")));
+            parts = pbuf;
+        }
+        printf ("%-9s %10s  %s%s%s%s\n", st ? st : "?",
                 json_object_get (v, "size")
                 ? tier_size_format ((uint64_t) json_integer_value (
                       json_object_get (v, "size")), a, sizeof (a)) : "-",
                 path ? path : file ? file : "?",
                 sha ? "  sha256:" : err ? "  " : "",
-                sha ? sha : err ? err : "");
+                sha ? sha : err ? err : "", parts);
     }
     json_decref (res);
     return CTL_OK;

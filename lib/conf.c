@@ -76,6 +76,8 @@ static const struct conf_key keys[] = {
     { "MetricsFile", CONF_PATH_EMPTY, OFF (metrics_file), 0 },
     { "SitePolicyDir", CONF_PATH_EMPTY, OFF (site_policy_dir), 0 },
     { "EndpointCAFile", CONF_PATH_EMPTY, OFF (endpoint_ca_file), 0 },
+    { "EndpointPartSize", CONF_SIZE, OFF (endpoint_part_size), 0 },
+    { "EndpointMultipartThreshold", CONF_SIZE, OFF (endpoint_multipart), 0 },
 };
 
 #define NKEYS (sizeof (keys) / sizeof (keys[0]))

@@ -57,6 +57,11 @@ struct tier_conf {
     char *site_policy_dir;      /* SitePolicyDir: site policies (*.json) */
     char *endpoint_ca_file;     /* EndpointCAFile: PEM CAs for https
                                  * endpoints ("": the system's store) */
+    uint64_t endpoint_part_size;        /* EndpointPartSize: S3 multipart
+                                         * parts (0: the library's 8 MiB) */
+    uint64_t endpoint_multipart;        /* EndpointMultipartThreshold: S3
+                                         * uploads above it are multipart
+                                         * (0: the library's 64 MiB) */
     char *node;                 /* the NodeName %n expanded to */
 };
 

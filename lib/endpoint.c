@@ -388,6 +388,18 @@ int tier_endpoint_remove (struct tier_endpoint *ep,
     return ep->ops->remove (ep, ep->res, error);
 }
 
+int tier_endpoint_head (struct tier_endpoint *ep,
+                        struct tier_endpoint_info *info,
+                        struct tier_endpoint_result *res,
+                        tier_error_t *error)
+{
+    struct tier_endpoint_result local;
+
+    call_begin (ep, res, &local);
+    memset (info, 0, sizeof (*info));
+    return ep->ops->head (ep, info, ep->res, error);
+}
+
 int tier_endpoint_abort_upload (struct tier_endpoint *ep, const char *json,
                                 struct tier_endpoint_result *res,
                                 tier_error_t *error)
@@ -1055,6 +1067,56 @@ int ep_get (struct tier_endpoint *ep, int fd, uint64_t offset,
 nomem:
     errno = ENOMEM;
     tier_errprintf (error, "%s: GET: out of memory", ep->url->display);
+error:
+    ep_request_clear (&rq);
+    return -1;
+}
+
+int ep_head (struct tier_endpoint *ep, ep_prepare_f prepare,
+             struct tier_endpoint_info *info, tier_error_t *error)
+{
+    struct ep_request rq;
+
+    for (int attempt = 0;; attempt++) {
+        CURLcode rc;
+
+        ep_request_init (&rq, "HEAD");
+        if (prepare (ep, &rq, error) < 0)
+            goto error;
+        rc = ep_perform (ep, &rq);
+        if (rc == CURLE_OK && rq.status >= 200 && rq.status < 300) {
+            info->exists = 1;
+            info->size = rq.content_length > 0
+                         ? (uint64_t) rq.content_length : 0;
+            snprintf (info->etag, sizeof (info->etag), "%s", rq.etag);
+            break;
+        }
+        if (rc == CURLE_OK && (rq.status == 404 || rq.status == 410)) {
+            info->exists = 0;
+            break;
+        }
+        if (ep_transient (rc, &rq) && attempt < ep_retries (ep)) {
+            ep_request_clear (&rq);
+            if (ep_backoff (ep, attempt) < 0)
+                return tier_errprintf (error, "%s: HEAD: cancelled",
+                                       ep->url->display);
+            continue;
+        }
+        ep_fail (ep, &rq, rc, "HEAD", error);
+        if (rc == CURLE_OK && (rq.status == 401 || rq.status == 403)) {
+            /* a HEAD answer has no body to say why */
+            int saved = errno;
+
+            tier_errprintf (error, "%s: HEAD: HTTP %ld (access denied; "
+                            "the answer to HEAD gives no reason: are the "
+                            "credentials right?)", ep->url->display,
+                            rq.status);
+            errno = saved;
+        }
+        goto error;
+    }
+    ep_request_clear (&rq);
+    return 0;
 error:
     ep_request_clear (&rq);
     return -1;

@@ -19,13 +19,13 @@
  * Back-ends (the Slurm _p_ pattern: one struct tier_backend_ops per
  * scheme, functions named <impl>_<op>):
  *
- *  s3     GET (with Range to resume), PUT of small files, multipart upload
+ *  s3     GET (with Range to resume), HEAD, PUT of small files, multipart upload
  *         of large ones (parts retried with backoff; the upload's state is
  *         handed to the caller after every part, as JSON, so that an
  *         upload resumes after a crash), AbortMultipartUpload.  SigV4
  *         signed; path-style addressing when the credentials name an
  *         endpoint (s3rver, MinIO, Ceph), virtual-hosted on AWS.
- *  http   http:// and https://.  GET (with Range to resume).  PUT as
+ *  http   http:// and https://.  GET (with Range to resume), HEAD.  PUT as
  *         WebDAV by default: the data goes to a temporary name beside the
  *         target (".NAME.tier-XXXXXXXXXX.part"), then MOVE renames it, so
  *         the target appears complete or not at all; with
@@ -119,6 +119,15 @@ struct tier_creds *tier_creds_parse (const char *text, const char *file,
  */
 struct tier_creds *tier_creds_load (const char *path, const char *profile,
                                     uid_t uid, tier_error_t *error);
+
+/* The credentials for s3://BUCKET/... in the user's file at path: the
+ * profile named like the bucket if the file has one, else [default].
+ * NULL with errno set and a message naming the file (never a value):
+ * ENOENT for no file or neither profile, EPERM for a refused file.
+ */
+struct tier_creds *tier_creds_for_bucket (const char *path,
+                                          const char *bucket, uid_t uid,
+                                          tier_error_t *error);
 
 /* Wipe the secrets and free.  NULL-safe. */
 void tier_creds_destroy (struct tier_creds *creds);
@@ -239,6 +248,17 @@ struct tier_endpoint_result {
     int http_status;                /* of the last response, or 0 */
     int aborted_upload;             /* a failed multipart upload was
                                      * aborted */
+    char etag[256];                 /* PUT: the new object's ETag when the
+                                     * answer named it (s3 PUT and
+                                     * CompleteMultipartUpload; WebDAV's
+                                     * MOVE does not: HEAD), or "" */
+};
+
+/* What HEAD says about an object. */
+struct tier_endpoint_info {
+    int exists;                     /* 0: the server said 404 (or 410) */
+    uint64_t size;                  /* Content-Length, when it exists */
+    char etag[256];                 /* as sent (quotes kept), or "" */
 };
 
 struct tier_endpoint;
@@ -255,6 +275,8 @@ struct tier_backend_ops {
                          const struct tier_s3_upload *up,
                          struct tier_endpoint_result *res,
                          tier_error_t *error);
+    int (*head) (struct tier_endpoint *ep, struct tier_endpoint_info *info,
+                 struct tier_endpoint_result *res, tier_error_t *error);
 };
 
 /* The back-end of a scheme (never NULL for a parsed URL's scheme). */
@@ -304,6 +326,15 @@ int tier_endpoint_put (struct tier_endpoint *ep, int fd,
 int tier_endpoint_remove (struct tier_endpoint *ep,
                           struct tier_endpoint_result *res,
                           tier_error_t *error);
+
+/* HEAD the object: info->exists, and its size and ETag.  A missing
+ * object (404) is not an error.  HEAD answers carry no body, so a
+ * refusal says less than a GET's would (HTTP 403 without S3's code).
+ */
+int tier_endpoint_head (struct tier_endpoint *ep,
+                        struct tier_endpoint_info *info,
+                        struct tier_endpoint_result *res,
+                        tier_error_t *error);
 
 /* Abort the multipart upload of a persisted state (e.g. an upload whose
  * file is gone).  ENOTSUP when the server does not implement

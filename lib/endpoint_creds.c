@@ -370,3 +370,28 @@ int tier_creds_path (const char *shared_state_dir, const char *user,
     }
     return 0;
 }
+
+struct tier_creds *tier_creds_for_bucket (const char *path,
+                                          const char *bucket, uid_t uid,
+                                          tier_error_t *error)
+{
+    struct tier_creds *c;
+    struct stat st;
+
+    if (lstat (path, &st) < 0) {
+        tier_errprintf (error, "no S3 credentials: %s: %s (see "
+                        "doc/endpoints.md)", path, strerror (errno));
+        return NULL;
+    }
+    if ((c = tier_creds_load (path, bucket, uid, error)))
+        return c;
+    if (errno == ENOENT && (c = tier_creds_load (path, "default", uid,
+                                                 error)))
+        return c;
+    if (errno == ENOENT) {
+        tier_errprintf (error, "%s: no [%s] or [default] profile", path,
+                        bucket);
+        errno = ENOENT;
+    }
+    return NULL;
+}

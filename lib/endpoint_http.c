@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Copyright 2026 the tier developers */
-/* endpoint_http.c - the http(s) back-end: GET, WebDAV PUT + MOVE (atomic)
- * or plain PUT (not atomic), DELETE */
+/* endpoint_http.c - the http(s) back-end: GET, HEAD, WebDAV PUT + MOVE
+ * (atomic) or plain PUT (not atomic), DELETE */
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -48,6 +48,13 @@ static int http_get (struct tier_endpoint *ep, int fd, uint64_t offset,
                      struct tier_endpoint_result *res, tier_error_t *error)
 {
     return ep_get (ep, fd, offset, http_prepare, 1, error);
+}
+
+static int http_head (struct tier_endpoint *ep,
+                      struct tier_endpoint_info *info,
+                      struct tier_endpoint_result *res, tier_error_t *error)
+{
+    return ep_head (ep, http_prepare, info, error);
 }
 
 static int http_remove (struct tier_endpoint *ep,
@@ -270,4 +277,5 @@ const struct tier_backend_ops tier_http_ops = {
     .put = http_put,
     .remove = http_remove,
     .abort_upload = NULL,
+    .head = http_head,
 };

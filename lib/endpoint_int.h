@@ -81,6 +81,10 @@ typedef int (*ep_prepare_f) (struct tier_endpoint *ep,
 int ep_get (struct tier_endpoint *ep, int fd, uint64_t offset,
             ep_prepare_f prepare, int follow, tier_error_t *error);
 
+/* HEAD with retries into info; 404 (410) means absent, not an error. */
+int ep_head (struct tier_endpoint *ep, ep_prepare_f prepare,
+             struct tier_endpoint_info *info, tier_error_t *error);
+
 /* DELETE with retries; 404 counts as done. */
 int ep_delete (struct tier_endpoint *ep, ep_prepare_f prepare,
                tier_error_t *error);

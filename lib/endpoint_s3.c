@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Copyright 2026 the tier developers */
-/* endpoint_s3.c - the s3 back-end: SigV4-signed GET, PUT, multipart
+/* endpoint_s3.c - the s3 back-end: SigV4-signed GET, HEAD, PUT, multipart
  * uploads that resume from a persisted state, DELETE and abort */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -390,7 +390,8 @@ out:
 }
 
 /* Send len bytes of fd at off (or the memory mem) with method and query;
- * retried.  With etag, the response's ETag is copied there. */
+ * retried.  With etag, the response's ETag is copied there ("" if it had
+ * none). */
 static int s3_send (struct tier_endpoint *ep, const char *method,
                     const char *query, int fd, uint64_t off, uint64_t len,
                     const char *mem, const char *what, char *etag,
@@ -464,15 +465,8 @@ static int s3_send (struct tier_endpoint *ep, const char *method,
         ep_fail (ep, &rq, rc, what, error);
         goto error;
     }
-    if (etag) {
-        if (!rq.etag[0]) {
-            errno = EPROTO;
-            tier_errprintf (error, "%s: %s: no ETag in the answer",
-                            ep->url->display, what);
-            goto error;
-        }
-        snprintf (etag, etag_size, "%s", rq.etag);
-    }
+    if (etag)
+        snprintf (etag, etag_size, "%s", rq.etag);  /* "" if none */
     if (body) {
         *body = rq.body;
         memset (&rq.body, 0, sizeof (rq.body));
@@ -492,6 +486,12 @@ static int s3_get (struct tier_endpoint *ep, int fd, uint64_t offset,
                    struct tier_endpoint_result *res, tier_error_t *error)
 {
     return ep_get (ep, fd, offset, s3_prepare, 0, error);
+}
+
+static int s3_head (struct tier_endpoint *ep, struct tier_endpoint_info *info,
+                    struct tier_endpoint_result *res, tier_error_t *error)
+{
+    return ep_head (ep, s3_prepare, info, error);
 }
 
 static int s3_remove (struct tier_endpoint *ep,
@@ -645,7 +645,7 @@ static int s3_create_upload (struct tier_endpoint *ep, uint64_t size,
 static int s3_complete (struct tier_endpoint *ep,
                         const struct tier_s3_upload *up, tier_error_t *error)
 {
-    struct ep_buf xml = { 0 };
+    struct ep_buf xml = { 0 }, body = { 0 };
     char *query;
     int rc;
 
@@ -671,9 +671,17 @@ static int s3_complete (struct tier_endpoint *ep,
         return tier_errprintf (error, "out of memory");
     }
     rc = s3_send (ep, "POST", query, -1, 0, xml.len, xml.s,
-                  "CompleteMultipartUpload", NULL, 0, NULL, error);
+                  "CompleteMultipartUpload", NULL, 0, &body, error);
     free (query);
     ep_buf_free (&xml);
+    if (rc == 0) {
+        char *etag = ep_xml_value (body.s, "ETag");
+
+        if (etag)
+            snprintf (ep->res->etag, sizeof (ep->res->etag), "%s", etag);
+        free (etag);
+    }
+    ep_buf_free (&body);
     return rc;
 }
 
@@ -744,6 +752,12 @@ restart:
         rc = s3_send (ep, "PUT", query, fd, off, len, NULL, what, etag,
                       sizeof (etag), NULL, error);
         free (query);
+        if (rc == 0 && !etag[0]) {
+            errno = EPROTO;
+            tier_errprintf (error, "%s: %s: no ETag in the answer",
+                            ep->url->display, what);
+            goto error;
+        }
         if (rc < 0) {
             if (errno == ENOENT && resumed) {
                 /* the server forgot the upload: start a new one */
@@ -816,7 +830,7 @@ static int s3_put (struct tier_endpoint *ep, int fd,
                                "multipart upload", ep->url->display);
     }
     if (s3_send (ep, "PUT", NULL, fd, 0, (uint64_t) st.st_size, NULL, "PUT",
-                 NULL, 0, NULL, error) < 0)
+                 res->etag, sizeof (res->etag), NULL, error) < 0)
         return -1;
     if (check_unchanged (ep, fd, &st, error) < 0)
         return -1;
@@ -830,4 +844,5 @@ const struct tier_backend_ops tier_s3_ops = {
     .put = s3_put,
     .remove = s3_remove,
     .abort_upload = s3_abort,
+    .head = s3_head,
 };

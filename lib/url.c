@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Copyright 2026 the tier developers */
-/* url.c - endpoint URLs: parse, show without secrets, stage-in items
+/* url.c - endpoint URLs: parse, show without secrets, stage items
  *
- * Libc only: the plugin checks --tier-stage-in=URL=PATH at submit with
- * the same parser the agent's endpoint library uses.
+ * Libc only: the plugin checks --tier-stage-in=URL=PATH and
+ * --tier-stage-out=DIR=URL at submit with the same parser the agent's
+ * endpoint library uses.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -353,6 +354,75 @@ struct tier_url *tier_url_parse_input (const char *text, tier_error_t *error)
         errno = EINVAL;
         tier_errprintf (error, "%s: names a prefix or directory, not an "
                         "object (one object per item)", url->display);
+        goto error;
+    }
+    return url;
+error:
+    tier_url_destroy (url);
+    return NULL;
+}
+
+bool tier_url_out_item_is_url (const char *item)
+{
+    return item && strstr (item, "://") != NULL;
+}
+
+/* Does a scheme and "://" start s? */
+static bool scheme_at (const char *s)
+{
+    size_t n = 0;
+
+    if (!isalpha ((unsigned char) s[0]))
+        return false;
+    while (isalnum ((unsigned char) s[n]) || s[n] == '+' || s[n] == '-'
+           || s[n] == '.')
+        n++;
+    return n < 16 && !strncmp (s + n, "://", 3);
+}
+
+int tier_url_out_item_split (const char *item, char *path, size_t psize,
+                             char *url, size_t usize)
+{
+    const char *eq;
+    size_t plen;
+
+    for (eq = strchr (item, '='); eq && !scheme_at (eq + 1);
+         eq = strchr (eq + 1, '='))
+        ;
+    if (!eq || eq == item) {
+        errno = EINVAL;
+        return -1;
+    }
+    plen = (size_t) (eq - item);
+    if (plen >= psize || strlen (eq + 1) >= usize) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy (path, item, plen);
+    path[plen] = '\0';
+    strcpy (url, eq + 1);
+    return 0;
+}
+
+struct tier_url *tier_url_parse_output (const char *text,
+                                        tier_error_t *error)
+{
+    struct tier_url *url;
+
+    if (!(url = tier_url_parse (text, error)))
+        return NULL;
+    if (url->query) {
+        errno = EINVAL;
+        tier_errprintf (error, "%s: a query string is not allowed (URLs "
+                        "show in the job's environment and in messages: "
+                        "they must hold no secrets)", url->display);
+        goto error;
+    }
+    if (!tier_url_is_prefix (url)) {
+        errno = EINVAL;
+        tier_errprintf (error, "%s: an output URL is a prefix: end it with "
+                        "'/' (each output's name under the directory is "
+                        "appended to it)", url->display);
         goto error;
     }
     return url;

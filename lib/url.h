@@ -86,4 +86,29 @@ int tier_url_item_split (const char *item, char *url, size_t usize,
 struct tier_url *tier_url_parse_input (const char *text,
                                        tier_error_t *error);
 
+/*
+ * Stage-out items: "DIR=URL" -- the job writes under the GFS directory
+ * DIR (its overlay's lower), and each file REL it closes there goes to
+ * the object URL + REL instead of to DIR/REL.
+ */
+
+/* True if a stage-out item holds a URL ("://"). */
+bool tier_url_out_item_is_url (const char *item);
+
+/* Split "DIR=URL" at its first '=' that a scheme and "://" follow
+ * ("=s3://", "=https://": a DIR holding such a text cannot be used): DIR
+ * into path, URL into url.  Returns 0, or -1 with errno EINVAL (no such
+ * '=', or nothing before it) or ENAMETOOLONG.
+ */
+int tier_url_out_item_split (const char *item, char *path, size_t psize,
+                             char *url, size_t usize);
+
+/* Parse the URL of an output prefix: s3://BUCKET/[PREFIX/] or
+ * http(s)://HOST/PATH/ (it must end in '/': each output's relative name
+ * is appended), without an http(s) query (as for inputs).  NULL with errno
+ * EINVAL and a message naming the URL (shown without secrets).
+ */
+struct tier_url *tier_url_parse_output (const char *text,
+                                        tier_error_t *error);
+
 #endif /* !TIER_URL_H */

@@ -14,6 +14,7 @@
 
 #include "lib/paths.h"
 #include "lib/units.h"
+#include "lib/url.h"
 #include "policy.h"
 
 #define COMMENT_MAX 512
@@ -971,6 +972,19 @@ static int add_items (struct tier_policy_set *set, const char *list,
             }
             if (when[0])
                 k = enum_parse (keep_names, when);
+        }
+        else if (role == TIER_POLICY_ENDPOINT
+                 && tier_url_out_item_is_url (raw)) {
+            /* DIR=URL: DIR is an output directory all the same (its
+             * files go to the URL, which the plugin takes from the
+             * option itself) */
+            char url[PATH_MAX];
+            if (tier_url_out_item_split (raw, item, sizeof (item), url,
+                                         sizeof (url)) < 0) {
+                errno = EINVAL;
+                return tier_errprintf (error, "%s: an item holds a URL but "
+                                       "is not DIR=URL", option);
+            }
         }
         else
             (void) snprintf (item, sizeof (item), "%s", raw);

@@ -491,9 +491,11 @@ static int mount_all (void *arg, tier_error_t *error)
     }
     k = 0;
     for (p = m->stage_out; (p = tier_list_next (p, item, sizeof (item)));) {
-        char dir[PATH_MAX + 64];
-        uint64_t size;
-        if (tier_item_split (item, dir, sizeof (dir), &size, NULL, 0) < 0) {
+        char dir[PATH_MAX + 64], url[PATH_MAX];
+        /* DIR=URL: an overlay over DIR all the same (the migrator sends
+         * its files to the URL) */
+        if (tier_stageout_item (item, dir, sizeof (dir), url,
+                                sizeof (url)) < 0) {
             errno = EINVAL;
             return tier_errprintf (error, "--tier-stage-out: '%s': invalid",
                                    item);

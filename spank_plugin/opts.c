@@ -282,20 +282,71 @@ static int check_path (const char *option, const char *path, int flags,
     return 0;
 }
 
-/* URL=PATH: the path as any other, the URL with its patterns expanded
- * for a sample job (the node checks the real expansion again).
+/* A URL of an item, its patterns expanded for a sample job (the node
+ * checks the real expansion again), as an input or an output prefix.
  */
-static int check_url_item (const char *option, const char *item, int flags,
-                           bool *uses_array, tier_error_t *error)
+static int check_url (const char *option, const char *url, bool output,
+                      bool *uses_array, tier_error_t *error)
 {
     static const struct tier_pattern_ctx sample = {
         .job_id = 1, .array_job_id = 1, .array_task_id = 1,
         .is_array = true, .user = "user", .job_name = "job",
         .node_name = "node", .node_index = 0,
     };
-    char url[PATH_MAX], path[PATH_MAX], exp[PATH_MAX], shown[256];
+    char exp[PATH_MAX], shown[256];
     struct tier_url *u;
     tier_error_t e;
+
+    tier_url_shown (url, shown, sizeof (shown));
+    if (tier_pattern_check (url, uses_array, &e) < 0) {
+        errno = EINVAL;
+        return tier_errprintf (error, "%s: %s: unknown pattern (known: %%A "
+                               "%%a %%j %%u %%x %%N %%n; write %%%% for a "
+                               "'%%' of the URL, as in %%%%20)", option,
+                               shown);
+    }
+    if (tier_pattern_expand (url, &sample, exp, sizeof (exp), &e) < 0)
+        return tier_errprintf (error, "%s: %s: %s", option, shown, e.text);
+    u = output ? tier_url_parse_output (exp, &e)
+               : tier_url_parse_input (exp, &e);
+    if (!u)
+        return tier_errprintf (error, "%s: %s", option, e.text);
+    tier_url_destroy (u);
+    return 0;
+}
+
+/* DIR=URL of stage-out: the directory as any path, the URL an output
+ * prefix.
+ */
+static int check_url_out_item (const char *option, const char *item,
+                               int flags, bool *uses_array,
+                               tier_error_t *error)
+{
+    char url[PATH_MAX], path[PATH_MAX], shown[256];
+
+    if (strlen (item) >= PATH_MAX) {
+        errno = ENAMETOOLONG;
+        return tier_errprintf (error, "%s: a DIR=URL item is longer than "
+                               "%d bytes", option, PATH_MAX - 1);
+    }
+    if (tier_url_out_item_split (item, path, sizeof (path), url,
+                                 sizeof (url)) < 0) {
+        tier_url_shown (item, shown, sizeof (shown));
+        errno = EINVAL;
+        return tier_errprintf (error, "%s: '%s': an output URL needs the "
+                               "directory the job writes: /DIR=URL", option,
+                               shown);
+    }
+    if (check_path (option, path, flags, uses_array, error) < 0)
+        return -1;
+    return check_url (option, url, true, uses_array, error);
+}
+
+/* URL=PATH: the path as any other, the URL an input. */
+static int check_url_item (const char *option, const char *item, int flags,
+                           bool *uses_array, tier_error_t *error)
+{
+    char url[PATH_MAX], path[PATH_MAX], shown[256];
 
     tier_url_shown (item, shown, sizeof (shown));
     if (strlen (item) >= PATH_MAX) {
@@ -311,20 +362,7 @@ static int check_url_item (const char *option, const char *item, int flags,
     }
     if (check_path (option, path, flags, uses_array, error) < 0)
         return -1;
-    tier_url_shown (url, shown, sizeof (shown));
-    if (tier_pattern_check (url, uses_array, &e) < 0) {
-        errno = EINVAL;
-        return tier_errprintf (error, "%s: %s: unknown pattern (known: %%A "
-                               "%%a %%j %%u %%x %%N %%n; write %%%% for a "
-                               "'%%' of the URL, as in %%%%20)", option,
-                               shown);
-    }
-    if (tier_pattern_expand (url, &sample, exp, sizeof (exp), &e) < 0)
-        return tier_errprintf (error, "%s: %s: %s", option, shown, e.text);
-    if (!(u = tier_url_parse_input (exp, &e)))
-        return tier_errprintf (error, "%s: %s", option, e.text);
-    tier_url_destroy (u);
-    return 0;
+    return check_url (option, url, false, uses_array, error);
 }
 
 int tier_opt_list_check (const char *option, const char *value, int flags,
@@ -389,6 +427,12 @@ int tier_opt_list_check (const char *option, const char *value, int flags,
             if (check_url_item (option, item, flags, uses_array, error) < 0)
                 return -1;
         }
+        else if ((flags & TIER_ITEM_URL_OUT)
+                 && tier_url_out_item_is_url (item)) {
+            if (check_url_out_item (option, item, flags, uses_array,
+                                    error) < 0)
+                return -1;
+        }
         else if (check_path (option, item, flags, uses_array, error) < 0)
             return -1;
         if (!end)
@@ -422,7 +466,7 @@ int tier_opts_check (const struct tier_opts *opts, int is_array,
         { "--tier-stage-in", offsetof (struct tier_opts, stage_in),
           TIER_ITEM_PATTERNS | TIER_ITEM_URL },
         { "--tier-stage-out", offsetof (struct tier_opts, stage_out),
-          TIER_ITEM_PATTERNS },
+          TIER_ITEM_PATTERNS | TIER_ITEM_URL_OUT },
     };
     bool uses_array = false;
 

@@ -34,6 +34,7 @@ enum {
     TIER_ITEM_PATTERNS = 1,     /* sbatch filename patterns (%a, %j, ...) */
     TIER_ITEM_SIZE = 2,         /* DIR:SIZE */
     TIER_ITEM_URL = 4,          /* URL=PATH (s3://, https://, http://) */
+    TIER_ITEM_URL_OUT = 8,      /* DIR=URL, the URL a prefix ending '/' */
 };
 
 #define TIER_OPT_VALUE_MAX 16384
@@ -61,7 +62,10 @@ const char *tier_opt_keep_name (enum tier_keep keep);
  * URL=PATH (tier_url_item_split): PATH is checked as any path, the URL's
  * patterns are checked, and the URL with its patterns expanded for a
  * sample job must be an input URL (tier_url_parse_input: one object, no
- * query, no user:password@).  *uses_array is set when an item uses %a
+ * query, no user:password@).  With TIER_ITEM_URL_OUT an item may be
+ * DIR=URL (tier_url_out_item_split): DIR as any path, the URL checked in
+ * the same way but as an output prefix (tier_url_parse_output: it ends in
+ * '/').  *uses_array is set when an item uses %a
  * (may be NULL).  Returns 0, or -1 with one line in error naming the
  * option, the item and the problem (a URL shown without secrets).
  */

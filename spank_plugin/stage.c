@@ -264,11 +264,44 @@ out:
     return rc;
 }
 
+int tier_stageout_item (const char *item, char *dir, size_t dirsize,
+                        char *url, size_t urlsize)
+{
+    char raw[2 * PATH_MAX];
+    uint64_t size;
+
+    if (tier_item_split (item, raw, sizeof (raw), &size, NULL, 0) < 0)
+        return -1;
+    if (urlsize)
+        url[0] = '\0';
+    if (!tier_url_out_item_is_url (raw)) {
+        if (snprintf (dir, dirsize, "%s", raw) >= (int) dirsize) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        return 0;
+    }
+    return tier_url_out_item_split (raw, dir, dirsize, url, urlsize);
+}
+
+/* An expanded DIR=URL item checked again (the submit side checked a
+ * sample expansion; a job name may expand to what no URL may hold). */
+static int out_url_check (const char *url, tier_error_t *error)
+{
+    struct tier_url *u;
+    tier_error_t e;
+
+    if (!(u = tier_url_parse_output (url, &e)))
+        return tier_errprintf (error, "--tier-stage-out: %s", e.text);
+    tier_url_destroy (u);
+    return 0;
+}
+
 int tier_stageout_list (const char *option, const char *policy_dirs,
                         const struct tier_pattern_ctx *ctx, char *out,
                         size_t size, tier_error_t *error)
 {
-    char item[PATH_MAX + 64], dir[PATH_MAX], esc[2 * PATH_MAX];
+    char item[PATH_MAX + 64], exp[2 * PATH_MAX], esc[4 * PATH_MAX];
     const char *lists[2] = { option, policy_dirs };
     size_t o = 0;
 
@@ -276,7 +309,8 @@ int tier_stageout_list (const char *option, const char *policy_dirs,
     for (int l = 0; l < 2; l++) {
         const char *p = lists[l];
         while (p && (p = tier_list_next (p, item, sizeof (item)))) {
-            char raw[PATH_MAX + 64];
+            char raw[2 * PATH_MAX], dir[PATH_MAX], url[PATH_MAX];
+            char norm[PATH_MAX];
             uint64_t size0;
             size_t n;
             bool dup = false;
@@ -285,25 +319,52 @@ int tier_stageout_list (const char *option, const char *policy_dirs,
                                        "invalid", item);
             if (l == 0) {
                 tier_error_t e;
-                if (tier_pattern_expand (raw, ctx, dir, sizeof (dir), &e) < 0)
+                if (tier_pattern_expand (raw, ctx, exp, sizeof (exp), &e) < 0)
                     return tier_errprintf (error, "--tier-stage-out: %s",
                                            e.text);
             }
             else
-                (void) snprintf (dir, sizeof (dir), "%.4000s", raw);
-            if (tier_list_escape (dir, esc, sizeof (esc)) < 0)
-                return tier_errprintf (error, "--tier-stage-out: %s: name "
-                                       "too long", dir);
-            /* once each (an option may repeat a policy's directory) */
+                (void) snprintf (exp, sizeof (exp), "%.4000s", raw);
+            /* DIR=URL (the option only): its files go to URL, not DIR */
+            url[0] = '\0';
+            if (l == 0 && tier_url_out_item_is_url (exp)) {
+                if (tier_url_out_item_split (exp, dir, sizeof (dir), url,
+                                             sizeof (url)) < 0) {
+                    char shown[256];
+                    tier_url_shown (exp, shown, sizeof (shown));
+                    errno = EINVAL;
+                    return tier_errprintf (error, "--tier-stage-out: '%s': "
+                                           "not /DIR=URL", shown);
+                }
+                if (out_url_check (url, error) < 0)
+                    return -1;
+            }
+            else if (snprintf (dir, sizeof (dir), "%s", exp)
+                     >= (int) sizeof (dir))
+                return tier_errprintf (error, "--tier-stage-out: %.200s...: "
+                                       "name too long", exp);
+            if (tier_path_normalize (dir, norm, sizeof (norm)) < 0
+                || norm[0] != '/' || !strcmp (norm, "/"))
+                return tier_errprintf (error, "--tier-stage-out: '%s': "
+                                       "invalid", dir);
+            /* once each directory (an option may repeat a policy's; the
+             * option, first, wins) */
             {
                 const char *q = out;
-                char have[PATH_MAX + 64];
+                char have[PATH_MAX + 64], hdir[PATH_MAX], hurl[PATH_MAX];
                 while ((q = tier_list_next (q, have, sizeof (have))))
-                    if (!strcmp (have, esc))
+                    if (tier_stageout_item (have, hdir, sizeof (hdir), hurl,
+                                            sizeof (hurl)) == 0
+                        && !strcmp (hdir, norm))
                         dup = true;
             }
             if (dup)
                 continue;
+            if (snprintf (exp, sizeof (exp), "%s%s%s", norm, url[0] ? "="
+                          : "", url) >= (int) sizeof (exp)
+                || tier_list_escape (exp, esc, sizeof (esc)) < 0)
+                return tier_errprintf (error, "--tier-stage-out: %s: name "
+                                       "too long", norm);
             n = strlen (esc);
             if (o + n + 2 > size)
                 return tier_errprintf (error, "--tier-stage-out: too many "
@@ -322,10 +383,9 @@ int tier_stageout_start (const struct tier_conf *conf, uint32_t job_id,
                          tier_error_t *error)
 {
     static char body[TIER_OPT_VALUE_MAX * 2];
-    char item[PATH_MAX + 64], dir[PATH_MAX + 64], *reply = NULL;
-    const char *p = list;
+    char item[PATH_MAX + 64], dir[PATH_MAX], url[PATH_MAX], *reply = NULL;
+    const char *p;
     struct tier_jw w;
-    uint64_t size;
     int rc;
 
     tier_jw_init (&w, body, sizeof (body));
@@ -333,9 +393,17 @@ int tier_stageout_start (const struct tier_conf *conf, uint32_t job_id,
     tier_jw_uint (&w, "job_id", job_id);
     tier_jw_uint (&w, "restart", restart);
     tier_jw_arr_begin (&w, "dirs");
-    while ((p = tier_list_next (p, item, sizeof (item))))
-        if (tier_item_split (item, dir, sizeof (dir), &size, NULL, 0) == 0)
+    for (p = list; (p = tier_list_next (p, item, sizeof (item)));)
+        if (tier_stageout_item (item, dir, sizeof (dir), url,
+                                sizeof (url)) == 0)
             tier_jw_str (&w, NULL, dir);
+    tier_jw_arr_end (&w);
+    /* urls[K]: where the files of dirs[K] go; "" for the GFS itself */
+    tier_jw_arr_begin (&w, "urls");
+    for (p = list; (p = tier_list_next (p, item, sizeof (item)));)
+        if (tier_stageout_item (item, dir, sizeof (dir), url,
+                                sizeof (url)) == 0)
+            tier_jw_str (&w, NULL, url);
     tier_jw_arr_end (&w);
     if (tier_jw_finish (&w) < 0)
         return tier_errprintf (error, "stage-out request too large");

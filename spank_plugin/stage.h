@@ -41,13 +41,21 @@ int tier_stage_bind (const struct tier_conf *conf, uint32_t job_id,
                      tier_error_t *error);
 
 /* Stage-out: the list of the job's output directories on this node --
- * the --tier-stage-out items expanded for this job, then the frozen
- * policies' endpoint directories (policy_dirs, as the agent sent it) --
- * as a ',' list with '\' escapes.  -1 with the failure.
+ * the --tier-stage-out items expanded for this job (DIR or DIR=URL, the
+ * URL checked again), then the frozen policies' endpoint directories
+ * (policy_dirs, as the agent sent it), each directory normalised and
+ * once -- as a ',' list with '\' escapes.  -1 with the failure.
  */
 int tier_stageout_list (const char *option, const char *policy_dirs,
                         const struct tier_pattern_ctx *ctx, char *out,
                         size_t size, tier_error_t *error);
+
+/* One item of that list: the GFS directory into dir, and the URL its
+ * files go to into url ("" when they go to the directory itself).
+ * Returns 0, or -1 with errno set.
+ */
+int tier_stageout_item (const char *item, char *dir, size_t dirsize,
+                        char *url, size_t urlsize);
 
 /* Start the job's migrator on this node (its output overlays are
  * mounted). */

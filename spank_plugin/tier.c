@@ -59,9 +59,10 @@ static struct spank_option tier_options[] = {
       "Copy PATHs (or s3://, https:// objects, shown at PATH) to the fast "
       "tier before tasks start (%A %a %j %u %x %N %n patterns)", 1,
       OPT_STAGE_IN, opt_cb },
-    { "tier-stage-out", "DIR[,DIR]",
-      "Write DIRs through a fast write cache, migrated to the GFS before "
-      "the job completes", 1, OPT_STAGE_OUT, opt_cb },
+    { "tier-stage-out", "DIR[=URL][,...]",
+      "Write DIRs through a fast write cache, migrated to the GFS (or to "
+      "the s3:// or https:// prefix URL) before the job completes", 1,
+      OPT_STAGE_OUT, opt_cb },
     { "tier-keep", "never|on-failure|always",
       "Copy pipeline scratch data to DIR/.tier-kept/ at job end",
       1, OPT_KEEP, opt_cb },
@@ -114,7 +115,7 @@ static int opt_cb (int val, const char *optarg, int remote)
             break;
         case OPT_STAGE_OUT:
             rc = store_list (tier.opts.stage_out, "--tier-stage-out", optarg,
-                             TIER_ITEM_PATTERNS, &error);
+                             TIER_ITEM_PATTERNS | TIER_ITEM_URL_OUT, &error);
             break;
         default:
             (void) snprintf (error.text, sizeof (error.text),

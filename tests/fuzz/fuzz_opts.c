@@ -2,7 +2,7 @@
 /* Copyright 2026 the tier developers */
 /* fuzz_opts.c - libFuzzer target: the plugin's option and argument
  * parsers (spank_plugin/opts.h, args.h, submit.h) and the lib/units.h,
- * lib/paths.h and lib/url.h parsers they use
+ * lib/paths.h and lib/url.h parsers they use (URL=PATH and DIR=URL items)
  *
  * Input: two parameter bytes (flags and buffer sizes), then NUL-separated
  * pieces: the value under test, then user, job name and node name for
@@ -69,7 +69,7 @@ static void value_checks (const char *s, const uint8_t *params,
     else
         check_error (&error);
 
-    rc = tier_opt_list_check ("--tier-fuzz", s, params[0] & 7, &uses_array,
+    rc = tier_opt_list_check ("--tier-fuzz", s, params[0] & 15, &uses_array,
                               &error);
     if (rc < 0) {
         check_error (&error);
@@ -118,6 +118,16 @@ static void value_checks (const char *s, const uint8_t *params,
         if (tier_url_item_split (s, url, sizeof (url), path,
                                  sizeof (path)) == 0)
             CHECK (path[0] == '/' && *url
+                   && strlen (url) + 1 + strlen (path) == strlen (s));
+        if ((uu = tier_url_parse_output (s, &error))) {
+            CHECK (!uu->query && tier_url_is_prefix (uu));
+            tier_url_destroy (uu);
+        }
+        else
+            check_error (&error);
+        if (tier_url_out_item_split (s, path, sizeof (path), url,
+                                     sizeof (url)) == 0)
+            CHECK (*path && strstr (url, "://")
                    && strlen (url) + 1 + strlen (path) == strlen (s));
     }
 

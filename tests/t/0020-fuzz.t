@@ -68,7 +68,7 @@ sources_of () {
         names) echo agent/peer.c lib/state.c lib/counters.c lib/log.c \
                    lib/error.c ;;
         evt) echo lib/evt_csv.c lib/error.c ;;
-        policy) echo policies/policy.c policies/resolve.c lib/paths.c \
+        policy) echo policies/policy.c policies/resolve.c lib/paths.c lib/url.c \
                     lib/units.c lib/error.c ;;
         rpc) am_sources agent Makefile.am libtierd_la_SOURCES
              am_sources lib "Makefile.am copy.mk endpoint.mk" CORE_SOURCES \

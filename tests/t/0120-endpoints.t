@@ -166,6 +166,20 @@ test_expect_success S3RVER 's3: a four-part multipart upload, byte for byte' '
     cmp big big.back
 '
 
+test_expect_success S3RVER 's3: HEAD gives size and the ETag the PUT answered' '
+    etag=$(sed -n "s/.* etag=\(.*\)$/\1/p" put.out) && test "$etag" != - &&
+    "$TOOL" -c creds head s3://bucket/out/big >head.out && cat head.out &&
+    test "$(cat head.out)" = "exists $((18 * MIB + 123)) $etag" &&
+    "$TOOL" -c creds put small s3://bucket/in/small >put1.out &&
+    etag=$(sed -n "s/.* etag=\(.*\)$/\1/p" put1.out) && test "$etag" != - &&
+    "$TOOL" -c creds head s3://bucket/in/small >head.out &&
+    test "$(cat head.out)" = "exists $((3 * MIB + 17)) $etag" &&
+    "$TOOL" -c creds head s3://bucket/out/none >head.out &&
+    test "$(cat head.out)" = absent &&
+    "$TOOL" -c creds head s3://nobucket/k >head.out &&
+    test "$(cat head.out)" = absent
+'
+
 test_expect_success S3RVER 's3: an upload killed after two parts resumes from its state' '
     rm -f state &&
     { "$TOOL" -c creds -P 5M -T 5M -r 4M -s state put big \
@@ -303,6 +317,14 @@ test_expect_success NGINX 'WebDAV: PUT to a temporary name, then MOVE' '
         "$TRASH/nginx/logs/access.log" &&
     grep -q "MOVE /dav/results/\.out\.bin\.tier-" \
         "$TRASH/nginx/logs/access.log"
+'
+
+test_expect_success NGINX 'https: HEAD of a file and of a missing one' '
+    "$TOOL" -C ca/ca.crt head "$BASE/results/out.bin" >head.out &&
+    cat head.out && grep -q "^exists $((9 * MIB + 5)) \"[0-9a-f]*-[0-9a-f]*\"$" head.out &&
+    "$TOOL" -C ca/ca.crt head "$BASE/results/none.bin" >head.out &&
+    test "$(cat head.out)" = absent &&
+    grep -q "HEAD /dav/results/out.bin " "$TRASH/nginx/logs/access.log"
 '
 
 test_expect_success NGINX 'WebDAV: a failed upload leaves nothing under the final name' '

@@ -5,6 +5,7 @@
  *   endpoint_tool [OPTIONS] get URL FILE|-    fetch an object
  *   endpoint_tool [OPTIONS] put FILE URL      send a file
  *   endpoint_tool [OPTIONS] rm URL            delete an object
+ *   endpoint_tool [OPTIONS] head URL          "exists size etag" or "absent"
  *   endpoint_tool [OPTIONS] abort URL STATE   abort a persisted upload
  *
  * On success it prints one line of counters ("ok bytes=... parts=...");
@@ -38,6 +39,7 @@ static void usage (void)
              "usage: endpoint_tool [OPTIONS] get URL FILE|-  [--offset N]\n"
              "       endpoint_tool [OPTIONS] put FILE URL\n"
              "       endpoint_tool [OPTIONS] rm URL\n"
+             "       endpoint_tool [OPTIONS] head URL\n"
              "       endpoint_tool [OPTIONS] abort URL STATEFILE\n"
              "  -c FILE  credentials file     -p NAME  profile\n"
              "  -C FILE  CA file              -R N     retries (-1: none)\n"
@@ -171,7 +173,8 @@ int main (int argc, char **argv)
         usage ();
     cmd = argv[optind];
     url_text = !strcmp (cmd, "put") ? argv[optind + 2] : argv[optind + 1];
-    if (!url_text || (strcmp (cmd, "rm") && optind + 3 > argc))
+    if (!url_text || (strcmp (cmd, "rm") && strcmp (cmd, "head")
+                      && optind + 3 > argc))
         usage ();
     if (tier_endpoint_init (&error) < 0)
         goto done;
@@ -222,6 +225,17 @@ int main (int argc, char **argv)
     }
     else if (!strcmp (cmd, "rm"))
         rc = tier_endpoint_remove (ep, &res, &error);
+    else if (!strcmp (cmd, "head")) {
+        struct tier_endpoint_info info;
+
+        if ((rc = tier_endpoint_head (ep, &info, &res, &error)) == 0) {
+            if (info.exists)
+                printf ("exists %" PRIu64 " %s\n", info.size,
+                        info.etag[0] ? info.etag : "-");
+            else
+                printf ("absent\n");
+        }
+    }
     else if (!strcmp (cmd, "abort")) {
         char *json = read_file (argv[optind + 2]);
 
@@ -236,10 +250,12 @@ int main (int argc, char **argv)
     else
         usage ();
     if (rc == 0)
-        fprintf (fd == STDOUT_FILENO ? stderr : stdout, "ok bytes=%" PRIu64 " size=%" PRIu64 " requests=%u "
-                "retries=%u parts=%u resumed=%u aborted=%d status=%d\n",
+        fprintf (fd == STDOUT_FILENO || !strcmp (cmd, "head") ? stderr
+                 : stdout, "ok bytes=%" PRIu64 " size=%" PRIu64 " requests=%u "
+                "retries=%u parts=%u resumed=%u aborted=%d status=%d etag=%s\n",
                 res.bytes, res.size, res.requests, res.retries, res.parts,
-                res.parts_resumed, res.aborted_upload, res.http_status);
+                res.parts_resumed, res.aborted_upload, res.http_status,
+                res.etag[0] ? res.etag : "-");
     else
         fprintf (stderr, "# parts=%u resumed=%u aborted=%d requests=%u\n",
                  res.parts, res.parts_resumed, res.aborted_upload,

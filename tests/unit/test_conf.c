@@ -38,6 +38,8 @@ static const char *full =
     "ClientsPerUser = 200\n"
     "SitePolicyDir = /etc/tier/site.d/%n/\n"
     "EndpointCAFile = /etc/tier/ca-%n.pem\n"
+    "EndpointPartSize = 16M\n"
+    "EndpointMultipartThreshold = 1G\n"
     "\n"
     "   \t\n";
 
@@ -54,6 +56,8 @@ static void test_defaults (void **state)
     assert_int_equal (conf->allowed_roots_count, 0);
     assert_non_null (strstr (conf->site_policy_dir, "/policies.d"));
     assert_string_equal (conf->endpoint_ca_file, "");
+    assert_true (conf->endpoint_part_size == 0);
+    assert_true (conf->endpoint_multipart == 0);
     assert_int_equal (tier_conf_socket_path (conf, path, sizeof (path)), 0);
     assert_string_equal (path, "/run/tier/tierd.sock");
     tier_conf_destroy (conf);
@@ -85,6 +89,8 @@ static void test_full (void **state)
     assert_int_equal (conf->clients_per_user, 200);
     assert_string_equal (conf->site_policy_dir, "/etc/tier/site.d/n2");
     assert_string_equal (conf->endpoint_ca_file, "/etc/tier/ca-n2.pem");
+    assert_true (conf->endpoint_part_size == 16ULL << 20);
+    assert_true (conf->endpoint_multipart == 1ULL << 30);
     assert_int_equal (tier_conf_expand_user (conf->bb_dir, "alice", out,
                                              sizeof (out)), 0);
     assert_string_equal (out, "/bb/alice");

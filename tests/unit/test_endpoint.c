@@ -340,10 +340,32 @@ static void test_creds_load (void **state)
     assert_null (tier_creds_load (tmpdir, NULL, geteuid (), &error));
     assert_non_null (strstr (error.text, "not a regular file"));
 
+    /* a bucket's profile, else [default] */
+    c = tier_creds_for_bucket (path, "site", geteuid (), &error);
+    assert_non_null (c);
+    assert_string_equal (c->access_key, "SITEKEY");
+    tier_creds_destroy (c);
+    c = tier_creds_for_bucket (path, "other", geteuid (), &error);
+    assert_non_null (c);
+    assert_string_equal (c->access_key, "AKIDEXAMPLE");
+    tier_creds_destroy (c);
+    assert_int_equal (chmod (path, 0644), 0);
+    assert_null (tier_creds_for_bucket (path, "site", geteuid (), &error));
+    assert_int_equal (errno, EPERM);
+    assert_non_null (strstr (error.text, "mode 0644"));
+    assert_int_equal (chmod (path, 0600), 0);
+    write_file (path, "[site]\naccess_key = A\nsecret_key = S\n", 0600);
+    assert_null (tier_creds_for_bucket (path, "bkt", geteuid (), &error));
+    assert_int_equal (errno, ENOENT);
+    assert_non_null (strstr (error.text, "no [bkt] or [default] profile"));
+
     unlink (path);
     assert_null (tier_creds_load (path, NULL, geteuid (), &error));
     assert_int_equal (errno, ENOENT);
     assert_non_null (strstr (error.text, path));
+    assert_null (tier_creds_for_bucket (path, "bkt", geteuid (), &error));
+    assert_int_equal (errno, ENOENT);
+    assert_non_null (strstr (error.text, "no S3 credentials"));
     rmdir (tmpdir);
 }
 

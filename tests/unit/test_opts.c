@@ -210,6 +210,83 @@ static void test_url_items (void **state)
     }
 }
 
+#define SO (TIER_ITEM_PATTERNS | TIER_ITEM_URL_OUT)
+
+static void test_url_out_items (void **state)
+{
+    tier_error_t error;
+    bool a = false;
+
+    assert_int_equal (tier_opt_list_check ("--tier-stage-out",
+                                           "/gfs/out=s3://bkt/out/%a/,"
+                                           "/gfs/o2=https://127.0.0.1:8443/"
+                                           "dav/%u/%j/,/gfs/plain,"
+                                           "/gfs/o3=s3://bkt", SO, &a,
+                                           &error), 0);
+    assert_true (a);
+    /* %a in the URL alone counts */
+    a = false;
+    assert_int_equal (tier_opt_list_check ("--tier-stage-out",
+                                           "/gfs/out=s3://bkt/%a/", SO, &a,
+                                           &error), 0);
+    assert_true (a);
+    /* a prefix: it ends in '/' */
+    expect_list_error ("--tier-stage-out", "/gfs/out=s3://bkt/out", SO,
+                       "end it with '/'");
+    expect_list_error ("--tier-stage-out", "/gfs/out=https://h/dav/x", SO,
+                       "end it with '/'");
+    /* no secrets: no query, no user:password@ */
+    expect_list_error ("--tier-stage-out",
+                       "/gfs/out=https://h/dav/?X-Amz-Signature=s3cr3t", SO,
+                       "--tier-stage-out: https://h/dav/?...: a query string "
+                       "is not allowed");
+    assert_int_equal (tier_opt_list_check ("--tier-stage-out", "/gfs/out="
+                                           "https://h/o/?X-Amz-Signature="
+                                           "s3cr3t", SO, NULL, &error), -1);
+    assert_null (strstr (error.text, "s3cr3t"));
+    expect_list_error ("--tier-stage-out", "/gfs/out=https://al:pw@h/o/", SO,
+                       "credentials in the URL");
+    assert_int_equal (tier_opt_list_check ("--tier-stage-out", "/gfs/out="
+                                           "https://al:pw@h/o/", SO, NULL,
+                                           &error), -1);
+    assert_null (strstr (error.text, "pw@"));
+    /* patterns: a literal '%' is %% */
+    expect_list_error ("--tier-stage-out", "/gfs/out=https://h/a%20b/", SO,
+                       "unknown pattern");
+    assert_int_equal (tier_opt_list_check ("--tier-stage-out",
+                                           "/gfs/out=https://h/a%%20b/", SO,
+                                           NULL, &error), 0);
+    /* the directory is checked as any other */
+    expect_list_error ("--tier-stage-out", "gfs/out=s3://bkt/o/", SO,
+                       "is not an absolute path");
+    expect_list_error ("--tier-stage-out", "=s3://bkt/o/", SO,
+                       "needs the directory");
+    expect_list_error ("--tier-stage-out", "/gfs/../etc=s3://bkt/o/", SO,
+                       "'..' component");
+    expect_list_error ("--tier-stage-out", "/=s3://bkt/o/", SO, "'/' itself");
+    expect_list_error ("--tier-stage-out", "/gfs/%q=s3://bkt/o/", SO,
+                       "unknown pattern");
+    expect_list_error ("--tier-stage-out", "/gfs/o=ftp://h/o/", SO,
+                       "unsupported scheme 'ftp'");
+    expect_list_error ("--tier-stage-out", "/gfs/o=s3://Bkt/o/", SO,
+                       "lower-case");
+    /* a stage-in item is no output */
+    expect_list_error ("--tier-stage-out", "s3://bkt/o/=/gfs/o", SO,
+                       "needs the directory the job writes");
+    {
+        struct tier_opts o;
+        memset (&o, 0, sizeof (o));
+        strcpy (o.stage_out, "/gfs/o=s3://bkt/%a/");
+        assert_int_equal (tier_opts_check (&o, 0, &error), -1);
+        assert_non_null (strstr (error.text, "not an array job"));
+        strcpy (o.stage_out, "/gfs/o=https://h/o/?q");
+        assert_int_equal (tier_opts_check (&o, -1, &error), -1);
+        assert_non_null (strstr (error.text, "query string"));
+        strcpy (o.stage_out, "/gfs/o=s3://bkt/%a/");
+        assert_int_equal (tier_opts_check (&o, 1, &error), 0);
+    }
+}
+
 static void test_split_size (void **state)
 {
     char dir[256];
@@ -557,6 +634,7 @@ int main (void)
         cmocka_unit_test (test_words),
         cmocka_unit_test (test_lists),
         cmocka_unit_test (test_url_items),
+        cmocka_unit_test (test_url_out_items),
         cmocka_unit_test (test_split_size),
         cmocka_unit_test (test_escapes),
         cmocka_unit_test (test_expand),

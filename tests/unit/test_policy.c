@@ -468,11 +468,15 @@ static void test_options (void **state)
                             "/gfs/x\\\\,upperdir=/etc:keep=never\","
                             "\"batch\":\"/gfs/db,/gfs/db2/\","
                             "\"stage_in\":\"/gfs/q%a.fa\","
-                            "\"stage_out\":\"/gfs/res,/gfs/out-%a\"}",
+                            "\"stage_out\":\"/gfs/res,/gfs/out-%a,"
+                            "/gfs/obj=s3://bkt/o/%a/\"}",
                             0, NULL);
 
     assert_int_equal (tier_policy_from_options (set, o, &error), 0);
-    assert_int_equal (set->n, 6);
+    assert_int_equal (set->n, 7);
+    /* DIR=URL: DIR is an output directory */
+    assert_non_null (p = tier_policy_find (set, "/gfs/obj", TIER_LAYER_JOB));
+    assert_int_equal (p->role, TIER_POLICY_ENDPOINT);
     assert_non_null (p = tier_policy_find (set, "/gfs/run", TIER_LAYER_JOB));
     assert_true (p->size == 16 << 20 && p->keep == TIER_PKEEP_ALWAYS);
     assert_string_equal (p->source, "--tier-scratch");
@@ -489,7 +493,7 @@ static void test_options (void **state)
     o = json_loads ("{\"batch\":\"relative\"}", 0, NULL);
     assert_int_equal (tier_policy_from_options (set, o, &error), -1);
     assert_non_null (strstr (error.text, "--tier-batch"));
-    assert_int_equal (set->n, 6);
+    assert_int_equal (set->n, 7);
     json_decref (o);
     assert_int_equal (tier_policy_from_options (set, NULL, &error), 0);
     tier_policy_set_destroy (set);

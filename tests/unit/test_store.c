@@ -273,6 +273,61 @@ static void test_stale_readers (void **state)
     assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
 }
 
+struct keys_ctx {
+    char seen[512];
+};
+
+static int keys_cb (const char *key, const void *val, size_t len, void *arg)
+{
+    struct keys_ctx *kc = arg;
+
+    snprintf (kc->seen + strlen (kc->seen), sizeof (kc->seen)
+              - strlen (kc->seen), "[%s=%.*s]", key, (int) len,
+              (const char *) val);
+    return 0;
+}
+
+static void test_uploads (void **state)
+{
+    struct store *st;
+    tier_error_t error;
+    struct keys_ctx kc = { "" };
+    const struct store_kv kv[] = {
+        { "7.0/0/a p00002", "\"e2\"" }, { "7.0/0/a u", "{}" },
+        { "7.0/0/a p00001", "\"e1\"" }, { "7.0/0/a/b u", "{}" },
+        { "7.0/1/a u", "{}" }, { "70.0/0/a u", "{}" }, { "7.1/0/a u", "{}" },
+    };
+
+    assert_non_null (st = store_open (dir, STORE_MAPSIZE_DEFAULT, &error));
+    assert_int_equal (store_upload_apply (st, kv, 7, &error), 0);
+    /* the parts and the header of one file, in key order */
+    assert_int_equal (store_upload_foreach (st, "7.0/0/a ", keys_cb, &kc,
+                                            &error), 0);
+    assert_string_equal (kc.seen, "[7.0/0/a p00001=\"e1\"]"
+                                  "[7.0/0/a p00002=\"e2\"][7.0/0/a u={}]");
+    /* a job's uploads */
+    kc.seen[0] = '\0';
+    assert_int_equal (store_upload_foreach (st, "7.0/", keys_cb, &kc,
+                                            &error), 0);
+    assert_non_null (strstr (kc.seen, "[7.0/1/a u={}]"));
+    assert_non_null (strstr (kc.seen, "[7.0/0/a/b u={}]"));
+    assert_null (strstr (kc.seen, "70.0"));
+    assert_null (strstr (kc.seen, "7.1/"));
+    /* one file's go, nothing else */
+    assert_int_equal (store_upload_delete (st, "7.0/0/a ", &error), 0);
+    kc.seen[0] = '\0';
+    assert_int_equal (store_upload_foreach (st, "7.0/0/", keys_cb, &kc,
+                                            &error), 0);
+    assert_string_equal (kc.seen, "[7.0/0/a/b u={}]");
+    assert_int_equal (store_upload_delete (st, "nothing/", &error), 0);
+    kc.seen[0] = '\0';
+    assert_int_equal (store_upload_foreach (st, "", keys_cb, &kc, &error),
+                      0);
+    assert_non_null (strstr (kc.seen, "[70.0/0/a u={}]"));
+    assert_non_null (strstr (kc.seen, "[7.1/0/a u={}]"));
+    store_close (st);
+}
+
 static void test_names (void **state)
 {
     for (int k = 0; k < TIER_CTR_COUNT; k++) {
@@ -295,6 +350,7 @@ int main (void)
                                          teardown),
         cmocka_unit_test_setup_teardown (test_stale_readers, setup,
                                          teardown),
+        cmocka_unit_test_setup_teardown (test_uploads, setup, teardown),
         cmocka_unit_test (test_names),
     };
     return UNIT_RUN (tests);

@@ -259,6 +259,70 @@ static void test_parse_input (void **state)
     assert_non_null (strstr (error.text, "unsupported scheme"));
 }
 
+static void test_out_item (void **state)
+{
+    char path[64], url[64];
+
+    assert_true (tier_url_out_item_is_url ("/gfs/out=s3://b/p/"));
+    assert_false (tier_url_out_item_is_url ("/gfs/out"));
+    assert_int_equal (tier_url_out_item_split ("/gfs/out=s3://bkt/o/%a/",
+                                               path, sizeof (path), url,
+                                               sizeof (url)), 0);
+    assert_string_equal (path, "/gfs/out");
+    assert_string_equal (url, "s3://bkt/o/%a/");
+    /* the first '=' that a scheme follows: '=' in the path and the URL */
+    assert_int_equal (tier_url_out_item_split ("/gfs/a=b=https://h/x=y/",
+                                               path, sizeof (path), url,
+                                               sizeof (url)), 0);
+    assert_string_equal (path, "/gfs/a=b");
+    assert_string_equal (url, "https://h/x=y/");
+    assert_int_equal (tier_url_out_item_split ("/gfs/o=HTTP://h/", path,
+                                               sizeof (path), url,
+                                               sizeof (url)), 0);
+    assert_string_equal (url, "HTTP://h/");
+    /* no scheme after '=', nothing before it */
+    assert_int_equal (tier_url_out_item_split ("/gfs/o=/x://", path,
+                                               sizeof (path), url,
+                                               sizeof (url)), -1);
+    assert_int_equal (errno, EINVAL);
+    assert_int_equal (tier_url_out_item_split ("=s3://b/", path,
+                                               sizeof (path), url,
+                                               sizeof (url)), -1);
+    assert_int_equal (errno, EINVAL);
+    assert_int_equal (tier_url_out_item_split ("/gfs/out=s3://b/", path, 4,
+                                               url, sizeof (url)), -1);
+    assert_int_equal (errno, ENAMETOOLONG);
+    assert_int_equal (tier_url_out_item_split ("/g=s3://bucket/", path,
+                                               sizeof (path), url, 8), -1);
+    assert_int_equal (errno, ENAMETOOLONG);
+}
+
+static void test_parse_output (void **state)
+{
+    tier_error_t error;
+    struct tier_url *u;
+
+    assert_non_null (u = tier_url_parse_output ("s3://bkt/out/", &error));
+    tier_url_destroy (u);
+    assert_non_null (u = tier_url_parse_output ("s3://bkt", &error));
+    tier_url_destroy (u);
+    assert_non_null (u = tier_url_parse_output ("https://h:1/dav/o/",
+                                                &error));
+    tier_url_destroy (u);
+    assert_null (tier_url_parse_output ("s3://bkt/out", &error));
+    assert_int_equal (errno, EINVAL);
+    assert_non_null (strstr (error.text, "end it with '/'"));
+    assert_null (tier_url_parse_output ("https://h/dav/o/?sig=s3cr3t",
+                                        &error));
+    assert_non_null (strstr (error.text, "a query string is not allowed"));
+    assert_null (strstr (error.text, "s3cr3t"));
+    assert_null (tier_url_parse_output ("https://u:pw@h/o/", &error));
+    assert_null (strstr (error.text, "pw"));
+    assert_null (tier_url_parse_output ("s3://Bad_Bucket/o/", &error));
+    assert_null (tier_url_parse_output ("ftp://h/o/", &error));
+    assert_non_null (strstr (error.text, "unsupported scheme"));
+}
+
 static void test_shown (void **state)
 {
     char buf[256], big[400];
@@ -316,6 +380,8 @@ int main (void)
         cmocka_unit_test (test_url_redaction),
         cmocka_unit_test (test_item_split),
         cmocka_unit_test (test_parse_input),
+        cmocka_unit_test (test_out_item),
+        cmocka_unit_test (test_parse_output),
         cmocka_unit_test (test_shown),
         cmocka_unit_test (test_failalloc_parse),
     };
