@@ -910,6 +910,82 @@ static void test_limit (void **state)
     assert_int_equal (tier_copy_limit_take (NULL, 1, NULL), 0);
 }
 
+/* The limit's own accounting: every take counted, the waits computed
+ * from the bucket; moving X bytes at R with burst C stalls at least
+ * (X - C) / R (here nothing else takes time: the takes are back to back)
+ * and at most delayed_bytes / R (+1 ns per take). */
+static void test_limit_stats (void **state)
+{
+    struct tier_copy_limit *lim;
+    struct tier_copy_limit_stats st;
+    const uint64_t rate = 16 * MiB, burst = 256 * KiB, x = 4 * MiB;
+    double lo, hi;
+
+    assert_non_null ((lim = tier_copy_limit_create (rate, burst)));
+    for (uint64_t done = 0; done < x; done += 512 * KiB)
+        assert_int_equal (tier_copy_limit_take (lim, 512 * KiB, NULL), 0);
+    tier_copy_limit_stats (lim, &st);
+    assert_int_equal (st.bytes, x);
+    assert_int_equal (st.ops, 8);
+    assert_int_equal (st.rate, rate);
+    assert_int_equal (st.burst, burst);
+    assert_true (st.delayed_ops >= 7 && st.delayed_ops <= 8);
+    assert_true (st.delayed_bytes >= x - 512 * KiB && st.delayed_bytes <= x);
+    lo = (double) (x - burst) * 1e9 / (double) rate * 0.9;
+    hi = (double) st.delayed_bytes * 1e9 / (double) rate
+         + (double) st.delayed_ops;
+    assert_true ((double) st.stall_ns >= lo);
+    assert_true ((double) st.stall_ns <= hi);
+    assert_true (st.wait_ns >= st.stall_ns);
+    /* unlimited: still counted, never delayed */
+    tier_copy_limit_set (lim, 0, 0);
+    assert_int_equal (tier_copy_limit_take (lim, 1ull << 40, NULL), 0);
+    tier_copy_limit_stats (lim, &st);
+    assert_int_equal (st.bytes, x + (1ull << 40));
+    assert_int_equal (st.ops, 9);
+    assert_int_equal (st.rate, 0);
+    tier_copy_limit_destroy (lim);
+    tier_copy_limit_stats (NULL, &st);
+    assert_int_equal (st.bytes, 0);
+}
+
+/* A shared limit is one bucket for the processes forked after it was
+ * made: two children moving 2 MiB each at 8 MiB/s are held back as one
+ * stream of 4 MiB (at least (4 MiB - burst) / R of stall), and the
+ * parent sees their accounting. */
+static void test_limit_shared (void **state)
+{
+    struct tier_copy_limit *lim;
+    struct tier_copy_limit_stats st;
+    const uint64_t rate = 8 * MiB, burst = 128 * KiB;
+    pid_t pids[2];
+    int status;
+
+    assert_non_null ((lim = tier_copy_limit_create_shared (rate, burst)));
+    for (int i = 0; i < 2; i++) {
+        assert_true ((pids[i] = fork ()) >= 0);
+        if (pids[i] == 0) {
+            for (int k = 0; k < 16; k++)
+                if (tier_copy_limit_take (lim, 128 * KiB, NULL) < 0)
+                    _exit (1);
+            _exit (0);
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal (waitpid (pids[i], &status, 0), pids[i]);
+        assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+    }
+    tier_copy_limit_stats (lim, &st);
+    assert_int_equal (st.bytes, 4 * MiB);
+    assert_int_equal (st.ops, 32);
+    assert_true ((double) st.stall_ns
+                 >= (double) (4 * MiB - burst) * 1e9 / (double) rate * 0.9);
+    assert_true ((double) st.stall_ns
+                 <= (double) st.delayed_bytes * 1e9 / (double) rate
+                    + (double) st.delayed_ops);
+    tier_copy_limit_destroy (lim);
+}
+
 static void test_bad_args (void **state)
 {
     static const char *bad[] = { "", ".", "..", "a/b", "/x" };
@@ -1418,6 +1494,8 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_noreplace, setup, teardown),
         cmocka_unit_test_setup_teardown (test_fsync_fails, setup, teardown),
         cmocka_unit_test_setup_teardown (test_limit, setup, teardown),
+        cmocka_unit_test (test_limit_stats),
+        cmocka_unit_test (test_limit_shared),
         cmocka_unit_test_setup_teardown (test_bad_args, setup, teardown),
         cmocka_unit_test (test_temp_name),
         cmocka_unit_test_setup_teardown (test_enospc, setup, teardown),
