@@ -63,6 +63,7 @@
 #include "lib/state.h"
 #include "lib/url.h"
 #include "agent.h"
+#include "streams.h"
 
 #define STAGE_ITEMS_MAX 64
 #define GROUPS_MAX 256
@@ -77,6 +78,8 @@ struct stage_req {
     int nitems;
     char items[STAGE_ITEMS_MAX][PATH_MAX];  /* the GFS path (URL: target) */
     char urls[STAGE_ITEMS_MAX][PATH_MAX];   /* the URL, or "" */
+    int streamfd;               /* the copier's GFS stream channel, or -1 */
+    struct tier_copy_limit *limit;      /* the user's bandwidth (shared) */
 };
 
 static int64_t now_ms (void)
@@ -104,18 +107,22 @@ static void ns_replace (const struct tier_conf *conf, uint32_t job,
     }
 }
 
+/* The stager's copier waits for a GFS stream (streams.c). */
+static bool stager_queued;
+
 /* stage.status, replaced atomically. */
 static void write_status (const struct tier_conf *conf, uint32_t job,
                           const char *state, uint64_t done, uint64_t total,
                           uint64_t files, uint64_t gfs, int64_t ms,
                           const char *err)
 {
-    json_t *o = json_pack ("{s:s s:I s:I s:I s:I s:I s:s}", "state", state,
-                           "done", (json_int_t) done,
+    json_t *o = json_pack ("{s:s s:I s:I s:I s:I s:I s:s s:b}", "state",
+                           state, "done", (json_int_t) done,
                            "total", (json_int_t) total,
                            "files", (json_int_t) files,
                            "gfs", (json_int_t) gfs,
-                           "ms", (json_int_t) ms, "error", err ? err : "");
+                           "ms", (json_int_t) ms, "error", err ? err : "",
+                           "queued", stager_queued);
     char *s = o ? json_dumps (o, JSON_COMPACT) : NULL;
 
     json_decref (o);
@@ -183,47 +190,100 @@ static uint64_t tree_bytes (int dirfd, int depth)
 }
 
 /* The copier: the user's credentials only.  Reports on fd:
- *   T total | P done | D files bytes | E message
+ *   T total | P done | Q 1/0 (queued for a GFS stream, or no longer) |
+ *   D files bytes gfs | E message | M K DEV INO REF
  */
+static int copier_fd = -1;
+
+static void on_queued (void *arg, bool on)
+{
+    char line[8];
+    int n = snprintf (line, sizeof (line), "Q %d\n", on ? 1 : 0);
+
+    if (write (copier_fd, line, (size_t) n) < 0) {
+        /* the stager is gone: it will see us exit */
+    }
+}
+
+/* One file from the GFS: the source was opened O_PATH (no GFS stream
+ * yet: nothing is read), so take one of the node's GFS streams, open it
+ * for reading (through /proc/self/fd: the very file that was checked),
+ * copy it and give the stream back.  expect: the version the copy must
+ * be of (a stage cache key), or NULL. */
+static int gfs_copy (int srcfd, const struct stat *expect, int dstfd,
+                     const char *base, const struct tier_copy_opts *opts,
+                     struct tier_copy_result *res, tier_error_t *error)
+{
+    struct tier_copy_opts o = *opts;
+    char proc[64];
+    int fd, rc, e;
+
+    o.expect = expect;
+    (void) streams_take (on_queued, NULL);
+    (void) snprintf (proc, sizeof (proc), "/proc/self/fd/%d", srcfd);
+    if ((fd = open (proc, O_RDONLY | O_NOCTTY | O_CLOEXEC)) < 0) {
+        e = errno;
+        streams_give ();
+        errno = e;
+        return tier_errprintf (error, "%s", strerror (e));
+    }
+    rc = tier_copy_fd (fd, dstfd, base, &o, res, error);
+    e = errno;
+    close (fd);                         /* before the stream is given back */
+    streams_give ();
+    errno = e;
+    return rc;
+}
+
 /* A file input through the node's stage cache: NvdimmDir/.stagecache/UID/
  * keyed by the source's version (inode, size, mtime, ctime).  Tasks of a
  * batch staging the same file on a node copy it once (the others wait on
  * the key's lock, then hard-link the copy into their own stage directory).
+ * The copy must be of the version its key names: a source that changed
+ * since it was looked at is looked at again (a few times).
  */
-static int cached_copy (int cachefd, int srcfd, const struct stat *st,
+static int cached_copy (int cachefd, int srcfd, const struct stat *st0,
                         int dstfd, const char *base,
                         const struct tier_copy_opts *opts,
                         struct tier_copy_result *res, bool *hit,
                         tier_error_t *error)
 {
     char key[160], lock[170];
+    struct stat st = *st0;
     int lfd, rc;
 
     *hit = false;
     if (cachefd < 0)
-        return tier_copy_fd (srcfd, dstfd, base, opts, res, error);
-    (void) snprintf (key, sizeof (key), "%llx-%llx-%lld.%09ld-%lld.%09ld",
-                     (unsigned long long) st->st_ino,
-                     (unsigned long long) st->st_size,
-                     (long long) st->st_mtim.tv_sec, st->st_mtim.tv_nsec,
-                     (long long) st->st_ctim.tv_sec, st->st_ctim.tv_nsec);
-    (void) snprintf (lock, sizeof (lock), "%s.lock", key);
-    if ((lfd = openat (cachefd, lock, O_RDWR | O_CREAT | O_CLOEXEC
-                       | O_NOFOLLOW, 0600)) < 0 || flock (lfd, LOCK_EX) < 0) {
-        if (lfd >= 0)
-            close (lfd);
-        return tier_copy_fd (srcfd, dstfd, base, opts, res, error);
+        return gfs_copy (srcfd, NULL, dstfd, base, opts, res, error);
+    for (int tries = 0;; tries++) {
+        (void) snprintf (key, sizeof (key), "%llx-%llx-%lld.%09ld-%lld.%09ld",
+                         (unsigned long long) st.st_ino,
+                         (unsigned long long) st.st_size,
+                         (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+                         (long long) st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+        (void) snprintf (lock, sizeof (lock), "%s.lock", key);
+        if ((lfd = openat (cachefd, lock, O_RDWR | O_CREAT | O_CLOEXEC
+                           | O_NOFOLLOW, 0600)) < 0
+            || flock (lfd, LOCK_EX) < 0) {
+            if (lfd >= 0)
+                close (lfd);
+            return gfs_copy (srcfd, NULL, dstfd, base, opts, res, error);
+        }
+        if (linkat (cachefd, key, dstfd, base, 0) == 0) {
+            *hit = true;
+            res->files = 1;
+            res->bytes = (uint64_t) st.st_size;
+            rc = 0;
+        }
+        else if ((rc = gfs_copy (srcfd, &st, dstfd, base, opts, res,
+                                 error)) == 0)
+            (void) linkat (dstfd, base, cachefd, key, 0);
+        close (lfd);
+        if (rc == 0 || errno != ESTALE || tries >= 3
+            || fstat (srcfd, &st) < 0)
+            return rc;
+        memset (res, 0, sizeof (*res));
     }
-    if (linkat (cachefd, key, dstfd, base, 0) == 0) {
-        *hit = true;
-        res->files = 1;
-        res->bytes = (uint64_t) st->st_size;
-        rc = 0;
-    }
-    else if ((rc = tier_copy_fd (srcfd, dstfd, base, opts, res, error)) == 0)
-        (void) linkat (dstfd, base, cachefd, key, 0);
-    close (lfd);
-    return rc;
 }
 
 
@@ -573,6 +633,8 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
         _exit (1);
     }
     (void) signal (SIGPIPE, SIG_IGN);
+    copier_fd = fd;
+    streams_worker_init (r->streamfd, r->limit);
     if (userfd >= 0) {
         /* the user's references to mount point files (add_ref) */
         (void) mkdirat (userfd, "stage-refs", 0700);
@@ -610,9 +672,10 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
             _exit (1);
         }
         rel = tier_path_strip (p, root);
+        /* O_PATH: checked now (a missing or unreadable input fails the
+         * job at once), read only once a GFS stream is granted */
         if ((rootfd = open (root, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-            srcfds[k] = tier_path_open_beneath (rootfd, rel, O_RDONLY
-                                                | O_NOCTTY, 0, 0);
+            srcfds[k] = tier_path_open_beneath (rootfd, rel, O_PATH, 0, 0);
             close (rootfd);
         }
         if (srcfds[k] < 0 || fstat (srcfds[k], &sts[k]) < 0) {
@@ -620,6 +683,23 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
                           open_error (errno));
             (void) write (fd, line, n);
             _exit (1);
+        }
+        if (S_ISREG (sts[k].st_mode)
+            && syscall (SYS_faccessat2, srcfds[k], "", R_OK,
+                        AT_EMPTY_PATH | AT_EACCESS) < 0) {
+            (void) say (fd, "E %s: %s\n", p, strerror (errno));
+            _exit (1);
+        }
+        if (S_ISDIR (sts[k].st_mode)) {
+            /* a tree is listed now (metadata only) */
+            int dfd = openat (srcfds[k], ".", O_RDONLY | O_DIRECTORY
+                              | O_CLOEXEC);
+            if (dfd < 0) {
+                (void) say (fd, "E %s: %s\n", p, strerror (errno));
+                _exit (1);
+            }
+            close (srcfds[k]);
+            srcfds[k] = dfd;
         }
         if (S_ISREG (sts[k].st_mode))
             total += sts[k].st_size;
@@ -646,6 +726,9 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
         struct tier_copy_opts opts = {
             .flags = TIER_COPY_NOSYNC | TIER_COPY_NOREPLACE,
             .progress = on_progress, .progress_arg = &prog,
+            /* one GFS stream is one reader (and the user's bandwidth) */
+            .threads = 1,
+            .limit = streams_worker_limit (),
         };
         struct tier_copy_result res;
         tier_error_t error;
@@ -675,8 +758,11 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
         if (S_ISREG (sts[k].st_mode))
             rc = cached_copy (cachefd, srcfds[k], &sts[k], dstfds[k], base,
                               &opts, &res, &hit, &error);
-        else
+        else {
+            (void) streams_take (on_queued, NULL);
             rc = tier_copy_tree (srcfds[k], dstfds[k], &opts, &res, &error);
+            streams_give ();
+        }
         if (rc < 0) {
             n = snprintf (line, sizeof (line), "E %s: %s\n", r->items[k],
                           error.text);
@@ -813,6 +899,8 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
         close (rootfd);
         copier (conf, r, dstfds, cachefd, userfd, p[1]);
     }
+    if (r->streamfd >= 0)
+        close (r->streamfd);            /* the copier's alone */
     if (userfd >= 0)
         close (userfd);
     close (p[1]);
@@ -842,6 +930,8 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
                 (void) snprintf (err, sizeof (err), "%.4000s", buf + 2);
             else if (buf[0] == 'M')
                 record_made (conf, r, made, buf + 2);
+            else if (buf[0] == 'Q')
+                stager_queued = buf[2] == '1';
             if (buf[0] != 'D' && buf[0] != 'E')
                 write_status (conf, r->job_id, "copying", done, total, files,
                               gfs, now_ms () - t0, NULL);
@@ -943,12 +1033,28 @@ json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
                      r.job_id);
     (void) mkdir (path, 0700);
     write_status (a->conf, r.job_id, "queued", 0, 0, 0, 0, 0, NULL);
+    /* its copies take GFS streams and the user's bandwidth (streams.c):
+     * the channel and the bucket exist before the stager is forked */
+    {
+        char what[64];
+        (void) snprintf (what, sizeof (what), "stage-in of job %u",
+                         r.job_id);
+        r.limit = streams_limit (a, r.uid, r.user);
+        r.streamfd = streams_client (a, r.uid, r.user, STREAMS_STAGE_IN,
+                                     what);
+    }
     if ((pid = fork ()) < 0) {
         tier_errprintf (error, "fork: %s", strerror (errno));
+        if (r.streamfd >= 0)
+            close (r.streamfd);
         return NULL;
     }
-    if (pid == 0)
+    if (pid == 0) {
+        streams_close_agent_ends (a);
         stager (a->conf, &r);
+    }
+    if (r.streamfd >= 0)
+        close (r.streamfd);
     (void) snprintf (pidbuf, sizeof (pidbuf), "%d", (int) pid);
     (void) tier_ns_write (a->conf->namespace_dir, r.job_id, "stage.pid",
                           pidbuf);

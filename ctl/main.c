@@ -27,7 +27,9 @@ const struct ctl_cmd ctl_cmds[] = {
     { "status", "[--json]", "the node's agent, tiers and jobs",
       "The agent's version and uptime; each tier with its path, whether it\n"
       "is real persistent memory or emulated, capacity, use and\n"
-      "reservations; the jobs it knows.", cmd_status },
+      "reservations; the jobs it knows; the node's GFS streams (GfsStreams)\n"
+      "and each user's share (UserBandwidth) with its own accounting (your\n"
+      "own only, unless you are root).", cmd_status },
     { "set",
       "policy DIR ROLE [--ttl D] [--revalidate D] [--keep W] [--tier T] "
       "[--size S] [--window S] [--block S] [--prefetch P] [--comment TEXT]",

@@ -674,6 +674,10 @@ static int copy_data (struct worker *w, struct fjob *f, off_t off, off_t end,
                       bool parallel, int *method)
 {
     struct copy_ctx *ctx = f->ctx;
+    uint64_t credit = 0;        /* taken from the limit, not yet moved: a
+                                 * short transfer or a fallback is not
+                                 * charged twice, so the limit counts the
+                                 * bytes moved */
 
     while (off < end) {
         size_t n = MIN (ctx->chunk, (uint64_t) (end - off));
@@ -683,9 +687,12 @@ static int copy_data (struct worker *w, struct fjob *f, off_t off, off_t end,
 
         if (ctx_cancelled (ctx) || atomic_load (&f->err))
             return file_fail (f, ECANCELED, "cancelled");
-        if (ctx->o->limit && limit_take (ctx->o->limit, n, ctx->o->cancel,
-                                         &ctx->stop) < 0)
-            return file_fail (f, ECANCELED, "cancelled");
+        if (ctx->o->limit && credit < n) {
+            if (limit_take (ctx->o->limit, n - credit, ctx->o->cancel,
+                            &ctx->stop) < 0)
+                return file_fail (f, ECANCELED, "cancelled");
+            credit = n;
+        }
         switch (*method) {
             case TIER_COPY_CFR:
                 what = "copy_file_range";
@@ -733,6 +740,7 @@ static int copy_data (struct worker *w, struct fjob *f, off_t off, off_t end,
         atomic_fetch_add (&ctx->bytes, (uint64_t) r);
         progress_add (ctx, (uint64_t) r);
         off += r;
+        credit -= MIN (credit, (uint64_t) r);
     }
     return 0;
 }

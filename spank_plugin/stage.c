@@ -136,6 +136,7 @@ int tier_stage_wait (const struct tier_conf *conf, uint32_t job_id,
     for (;;) {
         char state[32] = "", err[4096] = "";
         uint64_t done = 0, total = 0;
+        bool queued = false;
         size_t len;
 
         if (tier_ns_read (conf->namespace_dir, job_id, "stage.status", buf,
@@ -144,6 +145,7 @@ int tier_stage_wait (const struct tier_conf *conf, uint32_t job_id,
             (void) tier_jr_get_str (buf, len, "state", state, sizeof (state));
             (void) tier_jr_get_uint (buf, len, "done", &done);
             (void) tier_jr_get_uint (buf, len, "total", &total);
+            (void) tier_jr_get_bool (buf, len, "queued", &queued);
             if (!strcmp (state, "done"))
                 return 0;
             if (!strcmp (state, "failed")) {
@@ -172,7 +174,9 @@ int tier_stage_wait (const struct tier_conf *conf, uint32_t job_id,
         if (report && now_s () - last >= 10) {
             char a[32], b[32];
             last = now_s ();
-            slurm_spank_log ("tier: staging in: %s of %s (%.0f%%), %llds",
+            /* queued: the node's GFS streams are all in use (GfsStreams) */
+            slurm_spank_log ("tier: staging in: %s%s of %s (%.0f%%), %llds",
+                             queued ? "queued for a GFS stream, " : "",
                              tier_size_format (done, a, sizeof (a)),
                              tier_size_format (total, b, sizeof (b)),
                              total ? 100.0 * (double) done / (double) total

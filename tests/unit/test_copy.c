@@ -42,6 +42,7 @@
 static int wrap_cfr_errno;              /* copy_file_range fails with it */
 static int wrap_cfr_zero;               /* copy_file_range returns 0 */
 static int wrap_sendfile_errno;
+static size_t wrap_sendfile_short;      /* sendfile moves at most this */
 static int wrap_renameat2_errno;
 static int wrap_fsync_errno;            /* the next fsync fails with it */
 static atomic_int wrap_delay_us;        /* copy_file_range sleeps */
@@ -91,6 +92,8 @@ ssize_t __wrap_sendfile (int out, int in, off_t *off, size_t n)
         errno = wrap_sendfile_errno;
         return -1;
     }
+    if (wrap_sendfile_short && n > wrap_sendfile_short)
+        n = wrap_sendfile_short;
     return __real_sendfile (out, in, off, n);
 }
 
@@ -117,6 +120,7 @@ int __wrap_fsync (int fd)
 static void wrap_reset (void)
 {
     wrap_cfr_errno = wrap_cfr_zero = wrap_sendfile_errno = 0;
+    wrap_sendfile_short = 0;
     wrap_renameat2_errno = wrap_fsync_errno = 0;
     atomic_store (&wrap_delay_us, 0);
     atomic_store (&inflight, 0);
@@ -949,6 +953,34 @@ static void test_limit_stats (void **state)
     assert_int_equal (st.bytes, 0);
 }
 
+/* A copy is charged what it moves, however its transfers are cut
+ * (short sendfiles, a fallback from copy_file_range). */
+static void test_limit_charge (void **state)
+{
+    char src[PATH_MAX], dir[PATH_MAX];
+    struct tier_copy_opts opts = { .chunk_size = 256 * KiB,
+                                   .methods = TIER_COPY_SENDFILE
+                                              | TIER_COPY_RW };
+    struct tier_copy_limit *big = tier_copy_limit_create (1ull << 40, 0);
+    struct tier_copy_limit_stats st;
+    tier_error_t error;
+
+    mkdir_p (pathf (dir, "%s/limitcharge", root), 0755);
+    pathf (src, "%s/limitcharge.src", root);
+    make_file (src, 1 * MiB + 4321, 0644, 91);
+    opts.limit = big;
+    wrap_sendfile_short = 1000;         /* every sendfile moves 1000 B */
+    assert_int_equal (copy_path (src, dir, "s", &opts, NULL, &error), 0);
+    wrap_sendfile_short = 0;
+    wrap_cfr_errno = EXDEV;             /* falls back at once */
+    opts.methods = 0;
+    assert_int_equal (copy_path (src, dir, "t", &opts, NULL, &error), 0);
+    wrap_cfr_errno = 0;
+    tier_copy_limit_stats (big, &st);
+    assert_int_equal (st.bytes, 2 * (1 * MiB + 4321));
+    tier_copy_limit_destroy (big);
+}
+
 /* A shared limit is one bucket for the processes forked after it was
  * made: two children moving 2 MiB each at 8 MiB/s are held back as one
  * stream of 4 MiB (at least (4 MiB - burst) / R of stall), and the
@@ -1496,6 +1528,7 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_limit, setup, teardown),
         cmocka_unit_test (test_limit_stats),
         cmocka_unit_test (test_limit_shared),
+        cmocka_unit_test_setup_teardown (test_limit_charge, setup, teardown),
         cmocka_unit_test_setup_teardown (test_bad_args, setup, teardown),
         cmocka_unit_test (test_temp_name),
         cmocka_unit_test_setup_teardown (test_enospc, setup, teardown),
