@@ -369,6 +369,11 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
     if (res && policy_job_endpoint (a, &job, scratch, sizeof (scratch)) == 0
         && scratch[0])
         json_object_set_new (res, "stage_out", json_string (scratch));
+    /* endpoint inputs: staged in by the plugin with --tier-stage-in's
+     * items, from the first step on (the prolog cannot know them) */
+    if (res && policy_job_inputs (a, &job, scratch, sizeof (scratch)) == 0
+        && scratch[0])
+        json_object_set_new (res, "stage_in", json_string (scratch));
     if (res && policy_job_batch (a, &job, scratch, sizeof (scratch)) == 0)
         json_object_set_new (res, "batch", json_string (scratch));
     if (res && scratch[0] && job.steps == 1) {
