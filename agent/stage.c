@@ -31,6 +31,17 @@
  * records it in NamespaceDir/JOBID/stage.made; at job end the agent, as
  * the user again, removes it if it still is that empty file.  URLs skip
  * the node's stage cache (the library exposes no ETag to key it by).
+ *
+ * Each GFS input is one of the node's GFS streams (streams.c): the copier
+ * checks its inputs at once (O_PATH) and opens each for reading once its
+ * stream is granted, through the user's bandwidth (UserBandwidth).
+ *
+ * A job's items come in parts: those of the first request (the prolog's
+ * or the first step's), then what a later one adds (endpoint policies
+ * with stage = in, known once the first step registered).  Each part has
+ * its own stager and files (stage.status, stage.1.status, ...);
+ * NamespaceDir/JOBID/stage.items lists every item in the order of the
+ * stage directories.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
