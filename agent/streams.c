@@ -39,13 +39,15 @@
  * Its own accounting (bytes, delayed bytes, waits, stall) is in tierctl
  * status.
  *
- * A worker that loses the agent (it died) goes on without a stream: the
+ * A worker that loses the agent (it died, or did not answer a request
+ * for STREAMS_ANSWER_MS: stopped or hung) goes on without a stream: the
  * restarted agent does not know it, the copy still finishes.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
 #include <errno.h>
+#include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +62,7 @@
 #include "streams.h"
 
 #define USERS_MAX 4096
+#define STREAMS_ANSWER_MS 30000     /* a live agent answers a request */
 
 enum tstate {
     T_IDLE = 0,
@@ -544,7 +547,20 @@ int streams_take (void (*queued) (void *arg, bool on), void *arg)
     if (send (w_fd, &m, 1, MSG_NOSIGNAL) != 1)
         goto lost;
     for (;;) {
-        ssize_t n = recv (w_fd, &m, 1, 0);
+        struct pollfd p = { .fd = w_fd, .events = POLLIN };
+        ssize_t n;
+        int rc;
+
+        /* the agent answers at once, 'G' or 'Q': one that says nothing
+         * for long is stopped or hung, and the copy goes on without it
+         * (closing the channel, so that a stream it grants later comes
+         * back at once) */
+        if (!told && (rc = poll (&p, 1, STREAMS_ANSWER_MS)) <= 0) {
+            if (rc < 0 && errno == EINTR)
+                continue;
+            goto lost;
+        }
+        n = recv (w_fd, &m, 1, 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n != 1)
