@@ -29,6 +29,10 @@
 #define AGENT_FLUSH_MS 2000            /* counters reach LMDB this often */
 #define AGENT_RECLAIM_MS 5000          /* retry deferred job teardowns */
 #define AGENT_WQUEUE_MAX (256 * 1024)  /* replies queued: stop reading */
+/* epoll tags of the GFS streams' worker channels (streams.c): far below
+ * any connection's address, which is the tag of a connection */
+#define AGENT_EV_STREAM0 (1u << 20)
+#define AGENT_STREAMS_MAX 4096
 
 struct conn {
     int fd;
@@ -76,6 +80,7 @@ struct agent {
     int64_t last_stats_ms;
     struct recon *recon;        /* reconciliation in flight */
     struct replicas *replicas;  /* the batch replica cache (replica.c) */
+    struct streams *streams;    /* the node's GFS streams (streams.c) */
 };
 
 int64_t agent_now_ms (void);

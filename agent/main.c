@@ -24,6 +24,7 @@
 
 #include "lib/log.h"
 #include "agent.h"
+#include "streams.h"
 
 #ifndef TIER_SYSCONFDIR
 #define TIER_SYSCONFDIR "/etc/tier"
@@ -206,6 +207,8 @@ int main (int argc, char **argv)
     a.started_ms = a.last_flush_ms = agent_now_ms ();
     if (server_init (&a, &error) < 0)
         tier_log_exit ("%s", error.text);
+    if (streams_init (&a) < 0)
+        tier_log_exit ("GFS streams: out of memory");
     if (replica_init (&a) < 0)
         tier_log_exit ("the replica cache cannot start");
     if (migrate_init (&a) < 0)
@@ -216,6 +219,7 @@ int main (int argc, char **argv)
     replica_fini (&a);
     server_fini (&a);
     migrate_fini (&a);
+    streams_fini (&a);
     store_close (a.store);
     free (a.pending);
     tier_log (LOG_NOTICE, "tierd stopped");

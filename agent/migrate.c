@@ -72,6 +72,7 @@
 #include "lib/paths.h"
 #include "lib/state.h"
 #include "agent.h"
+#include "streams.h"
 
 #define DIRS_MAX 16
 #define SETTLE_MS 500
@@ -885,10 +886,15 @@ static void migrate_one (struct migrator *m, struct mfile *f)
             (void) snprintf (side, sizeof (side), ".tier-conflicts/%u/%s/%s",
                              m->job_id, m->node, f->rel);
             if ((sfd = gfs_side_parent (m, f->k, side, &sbase)) >= 0) {
-                struct tier_copy_opts so = { .threads = 1,
-                                             .flags = TIER_COPY_NOREPLACE };
+                struct tier_copy_opts so = {
+                    .threads = 1, .flags = TIER_COPY_NOREPLACE,
+                    .limit = streams_worker_limit () };
+                int rc2;
                 (void) unlinkat (sfd, sbase, 0);    /* an older version */
-                if (tier_copy_fd (src, sfd, sbase, &so, &res, &err) < 0)
+                (void) streams_take (NULL, NULL);   /* a GFS stream */
+                rc2 = tier_copy_fd (src, sfd, sbase, &so, &res, &err);
+                streams_give ();
+                if (rc2 < 0)
                     side[0] = '\0';
                 close (sfd);
             }
@@ -916,7 +922,10 @@ static void migrate_one (struct migrator *m, struct mfile *f)
         close (src);
         return;
     }
+    opts.limit = streams_worker_limit ();       /* the user's bandwidth */
+    (void) streams_take (NULL, NULL);           /* one of GfsStreams */
     rc = tier_copy_fd (src, pfd, base, &opts, &res, &err);
+    streams_give ();
     if (rc == 0 && (res.src.st_size != st.st_size
                     || res.src.st_mtim.tv_nsec != st.st_mtim.tv_nsec
                     || res.src.st_mtim.tv_sec != st.st_mtim.tv_sec)) {
@@ -1693,29 +1702,34 @@ static int known_cb (const char *key, const void *val, size_t len, void *arg)
 
 static int mig_spawn (struct agent *a, struct mig *g)
 {
-    int cmd[2];
+    int cmd[2], sfd;
     pid_t pid, parent = getpid ();
     struct known_ctx kc = { .g = g };
+    struct tier_copy_limit *limit;
+    char what[64];
     tier_error_t e;
 
     if (pipe2 (cmd, O_CLOEXEC) < 0)
         return -1;
+    /* its migrations take GFS streams and the user's bandwidth */
+    (void) snprintf (what, sizeof (what), "stage-out of job %u", g->job_id);
+    limit = streams_limit (a, g->spec.uid, NULL);
+    sfd = streams_client (a, g->spec.uid, NULL, STREAMS_STAGE_OUT, what);
     if ((pid = fork ()) < 0) {
         close (cmd[0]);
         close (cmd[1]);
+        if (sfd >= 0)
+            close (sfd);
         return -1;
     }
     if (pid == 0) {
-        int keep[2] = { cmd[0], results_wfd };
-        int lo = keep[0] < keep[1] ? keep[0] : keep[1];
-        int hi = keep[0] < keep[1] ? keep[1] : keep[0];
-        if (lo > 3)
-            (void) close_range (3, (unsigned) lo - 1, 0);
-        if (hi > lo + 1)
-            (void) close_range ((unsigned) lo + 1, (unsigned) hi - 1, 0);
-        (void) close_range ((unsigned) hi + 1, ~0U, 0);
+        int keep[3] = { cmd[0], results_wfd, sfd };
+        streams_close_except (keep, 3);
+        streams_worker_init (sfd, limit);
         migrator_main (a, &g->spec, cmd[0], results_wfd, parent);
     }
+    if (sfd >= 0)
+        close (sfd);
     close (cmd[0]);
     g->cmd = cmd[1];
     g->pid = pid;

@@ -1028,11 +1028,13 @@ fail:
     return NULL;
 }
 
-/* The endpoint directories of a job's frozen set, for the plugin's
- * output overlays: a ',' list with '\' escapes ("" if none).
+/* The endpoint directories of a job's frozen set of one direction: the
+ * outputs (stage = out) for the plugin's output overlays, or the inputs
+ * (stage = in) for its stage-in; a ',' list with '\' escapes ("" if
+ * none).
  */
-int policy_job_endpoint (struct agent *a, const struct store_job *job,
-                         char *out, size_t size)
+static int endpoint_list (struct agent *a, const struct store_job *job,
+                          bool inputs, char *out, size_t size)
 {
     struct tier_policy_set *set = frozen_load (a, job);
     size_t o = 0;
@@ -1046,6 +1048,7 @@ int policy_job_endpoint (struct agent *a, const struct store_job *job,
         size_t n;
 
         if (!decides (set, p, TIER_POLICY_ENDPOINT)
+            || tier_policy_is_input (p) != inputs
             || tier_list_escape (p->dir, esc, sizeof (esc)) < 0)
             continue;
         n = strlen (esc);
@@ -1057,4 +1060,16 @@ int policy_job_endpoint (struct agent *a, const struct store_job *job,
         o += n;
     }
     return 0;
+}
+
+int policy_job_endpoint (struct agent *a, const struct store_job *job,
+                         char *out, size_t size)
+{
+    return endpoint_list (a, job, false, out, size);
+}
+
+int policy_job_inputs (struct agent *a, const struct store_job *job,
+                       char *out, size_t size)
+{
+    return endpoint_list (a, job, true, out, size);
 }

@@ -60,11 +60,19 @@ int policy_job_resolve (struct agent *a, const struct store_job *job,
 int policy_job_batch (struct agent *a, const struct store_job *job,
                       char *out, size_t size);
 
-/* The job's endpoint directories (output overlays), a ',' list with '\'
- * escapes; -1 if the job has no frozen set on this node.
+/* The job's endpoint output directories (output overlays: stage = out,
+ * the default), a ',' list with '\' escapes; -1 if the job has no frozen
+ * set on this node.
  */
 int policy_job_endpoint (struct agent *a, const struct store_job *job,
                          char *out, size_t size);
+
+/* The job's endpoint input directories (stage = in: staged in as
+ * read-only snapshots when its first step registers), as
+ * policy_job_endpoint.
+ */
+int policy_job_inputs (struct agent *a, const struct store_job *job,
+                       char *out, size_t size);
 
 /* The set a user's next job would freeze, without the job layer (for
  * requests from outside a job).  NULL on failure.

@@ -76,6 +76,7 @@
 #include "agent.h"
 #include "peer.h"
 #include "policy.h"
+#include "streams.h"
 
 #define BUCKETS 4096
 #define ID_MAX 200                      /* "uUID/KEY" */
@@ -119,6 +120,7 @@ struct fetch {
     struct stat st;             /* the source when asked: what key names */
     int srcfd;
     pid_t pid;                  /* 0 while queued */
+    struct stream_ticket *ticket;       /* its GFS stream (streams.c) */
     bool done;
     struct waiter *waiters;
     struct fetch *next;
@@ -456,6 +458,7 @@ struct fetch_ctx {
     uint64_t size;
     mode_t mode;
     uint64_t stale_s, wait_s;
+    struct tier_copy_limit *limit;      /* the user's bucket */
     uint64_t bytes;             /* copied */
     char err[512];
 };
@@ -567,6 +570,7 @@ static int fetch_run (struct fetch_ctx *f)
         .flags = TIER_COPY_MODE,
         .mode = f->mode,
         .threads = 1,
+        .limit = f->limit,              /* the user's UserBandwidth */
         /* the copy must be of the version its key names: the source may
          * have changed while the request was queued or waited for the
          * lock, and the engine only compares with the copy's start */
@@ -670,6 +674,7 @@ static void fetcher (struct agent *a, struct fetch *ft, pid_t parent)
         .mode = ft->mode,
         .stale_s = a->conf->bb_lock_stale ? a->conf->bb_lock_stale : 1,
         .wait_s = a->conf->replica_wait ? a->conf->replica_wait : 1,
+        .limit = streams_limit (a, ft->uid, NULL),
     };
     char path[PATH_MAX], line[1024];
     sigset_t all;
@@ -760,8 +765,9 @@ static void waiter_free_all (struct fetch *f)
     }
 }
 
-static void fetch_remove (struct replicas *r, struct fetch *f)
+static void fetch_remove (struct agent *a, struct fetch *f)
 {
+    struct replicas *r = a->replicas;
     struct fetch **pp = &r->fetches;
 
     while (*pp && *pp != f)
@@ -770,12 +776,11 @@ static void fetch_remove (struct replicas *r, struct fetch *f)
         *pp = f->next;
     if (f->srcfd >= 0)
         close (f->srcfd);
+    streams_done (a, &f->ticket);
     waiter_free_all (f);
     free (f->path);
     free (f);
 }
-
-static void fetch_start_queued (struct agent *a);
 
 /* A fetch ended: record the replica, answer every waiter. */
 static void fetch_finish (struct agent *a, struct fetch *f, int kind,
@@ -843,8 +848,7 @@ static void fetch_finish (struct agent *a, struct fetch *f, int kind,
         w->c->waiting--;
         server_reply (a, w->c, w->msgid, body);
     }
-    fetch_remove (r, f);
-    fetch_start_queued (a);
+    fetch_remove (a, f);
 }
 
 static void results_read (struct agent *a)
@@ -950,38 +954,16 @@ static int fetch_fork (struct agent *a, struct fetch *f)
     return 0;
 }
 
-/* Start queued fetches while streams are free: the user with the fewest
- * running fetches first, oldest first within.
- */
-static void fetch_start_queued (struct agent *a)
+/* The fetch's GFS stream is granted (streams.c: the node's GfsStreams,
+ * fair between users): fork its fetcher. */
+static void fetch_go (struct agent *a, void *arg)
 {
-    struct replicas *r = a->replicas;
-    unsigned streams = a->conf->gfs_streams ? a->conf->gfs_streams : 1;
+    struct fetch *f = arg;
 
-    while ((unsigned) r->running < streams) {
-        struct fetch *best = NULL;
-        int best_n = 0;
-
-        for (struct fetch *f = r->fetches; f; f = f->next) {
-            int n = 0;
-            if (f->pid || f->done)
-                continue;
-            for (struct fetch *g = r->fetches; g; g = g->next)
-                if (g->pid > 0 && !g->done && g->uid == f->uid)
-                    n++;
-            if (!best || n < best_n) {
-                best = f;
-                best_n = n;
-            }
-        }
-        if (!best)
-            return;
-        if (fetch_fork (a, best) < 0) {
-            char why[128];
-            (void) snprintf (why, sizeof (why), "fork: %s", strerror (errno));
-            fetch_finish (a, best, FETCH_FAILED, 0, why);
-            return;
-        }
+    if (fetch_fork (a, f) < 0) {
+        char why[128];
+        (void) snprintf (why, sizeof (why), "fork: %s", strerror (errno));
+        fetch_finish (a, f, FETCH_FAILED, 0, why);
     }
 }
 
@@ -1408,7 +1390,12 @@ static json_t *serve (struct agent *a, struct conn *c, struct replica_req *rq,
             pp = &(*pp)->next;
         *pp = f;
     }
-    fetch_start_queued (a);
+    {
+        char what[PATH_MAX + 32];
+        (void) snprintf (what, sizeof (what), "replica of %s", f->path);
+        streams_want (a, f->uid, STREAMS_REPLICA, what, fetch_go, f,
+                      &f->ticket);
+    }
     return RPC_DEFERRED;
 }
 
@@ -1878,7 +1865,7 @@ void replica_fini (struct agent *a)
             (void) kill (f->pid, SIGKILL);
         for (struct waiter *w = f->waiters; w; w = w->next)
             w->c->waiting--;
-        fetch_remove (r, f);
+        fetch_remove (a, f);
     }
     for (int i = 0; i < BUCKETS; i++)
         while (r->tab[i])

@@ -27,6 +27,7 @@
 #include "agent.h"
 #include "peer.h"
 #include "policy.h"
+#include "streams.h"
 
 #define JOB_ID_MAX 0xfffffff0U
 #define TIER_OPT_LIST_MAX 16384       /* as the plugin's option values */
@@ -368,6 +369,11 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
     if (res && policy_job_endpoint (a, &job, scratch, sizeof (scratch)) == 0
         && scratch[0])
         json_object_set_new (res, "stage_out", json_string (scratch));
+    /* endpoint inputs: staged in by the plugin with --tier-stage-in's
+     * items, from the first step on (the prolog cannot know them) */
+    if (res && policy_job_inputs (a, &job, scratch, sizeof (scratch)) == 0
+        && scratch[0])
+        json_object_set_new (res, "stage_in", json_string (scratch));
     if (res && policy_job_batch (a, &job, scratch, sizeof (scratch)) == 0)
         json_object_set_new (res, "batch", json_string (scratch));
     if (res && scratch[0] && job.steps == 1) {
@@ -674,8 +680,9 @@ static json_t *op_status (struct agent *a, struct conn *c, json_t *req,
     (void) store_job_foreach (a->store, count_cb, &cc, error);
     json_t *reps = replica_status_json (a);
     json_t *migs = migrate_status_json (a, c->cred.uid);
+    json_t *streams = streams_status_json (a, c->cred.uid);
 
-    return json_pack ("{s:s s:s s:i s:I s:b s:o s:{s:i s:i} s:o s:o}",
+    return json_pack ("{s:s s:s s:i s:I s:b s:o s:{s:i s:i} s:o s:o s:o}",
                       "version", PACKAGE_VERSION,
                       "node", a->node,
                       "pid", (int) getpid (),
@@ -685,7 +692,8 @@ static json_t *op_status (struct agent *a, struct conn *c, json_t *req,
                       "tiers", tiers ? tiers : json_object (),
                       "jobs", "running", cc.running, "registered", cc.total,
                       "replicas", reps ? reps : json_object (),
-                      "migrations", migs ? migs : json_object ());
+                      "migrations", migs ? migs : json_object (),
+                      "streams", streams ? streams : json_object ());
 }
 
 static const struct rpc_op ops[] = {

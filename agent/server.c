@@ -39,6 +39,7 @@
 
 #include "lib/log.h"
 #include "agent.h"
+#include "streams.h"
 
 enum { EV_LISTEN = 1, EV_SIGNAL, EV_TIMER, EV_RECON, EV_WATCH0 };
 
@@ -607,6 +608,7 @@ static void do_timer (struct agent *a)
     stats_tick (a, false);
     replica_tick (a);
     migrate_tick (a);
+    streams_tick (a);
     if (now - a->last_flush_ms >= AGENT_FLUSH_MS) {
         (void) ctr_flush (a);
         (void) replica_flush (a);
@@ -641,6 +643,9 @@ int server_run (struct agent *a)
             }
             else if (tag >= EV_WATCH0 && tag < EV_WATCH0 + WATCH_MAX)
                 watches[tag - EV_WATCH0].fn (a);
+            else if (tag >= AGENT_EV_STREAM0
+                     && tag < AGENT_EV_STREAM0 + AGENT_STREAMS_MAX)
+                streams_event (a, (int) (tag - AGENT_EV_STREAM0));
             else {
                 struct conn *c = evs[i].data.ptr;
                 bool alive = false;

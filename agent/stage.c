@@ -31,6 +31,17 @@
  * records it in NamespaceDir/JOBID/stage.made; at job end the agent, as
  * the user again, removes it if it still is that empty file.  URLs skip
  * the node's stage cache (the library exposes no ETag to key it by).
+ *
+ * Each GFS input is one of the node's GFS streams (streams.c): the copier
+ * checks its inputs at once (O_PATH) and opens each for reading once its
+ * stream is granted, through the user's bandwidth (UserBandwidth).
+ *
+ * A job's items come in parts: those of the first request (the prolog's
+ * or the first step's), then what a later one adds (endpoint policies
+ * with stage = in, known once the first step registered).  Each part has
+ * its own stager and files (stage.status, stage.1.status, ...);
+ * NamespaceDir/JOBID/stage.items lists every item in the order of the
+ * stage directories.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -63,6 +74,7 @@
 #include "lib/state.h"
 #include "lib/url.h"
 #include "agent.h"
+#include "streams.h"
 
 #define STAGE_ITEMS_MAX 64
 #define GROUPS_MAX 256
@@ -77,6 +89,10 @@ struct stage_req {
     int nitems;
     char items[STAGE_ITEMS_MAX][PATH_MAX];  /* the GFS path (URL: target) */
     char urls[STAGE_ITEMS_MAX][PATH_MAX];   /* the URL, or "" */
+    int streamfd;               /* the copier's GFS stream channel, or -1 */
+    struct tier_copy_limit *limit;      /* the user's bandwidth (shared) */
+    int part;                   /* which part of the job's stage-in */
+    int base;                   /* the stage directory of items[0] */
 };
 
 static int64_t now_ms (void)
@@ -104,24 +120,47 @@ static void ns_replace (const struct tier_conf *conf, uint32_t job,
     }
 }
 
+/* The stager's copier waits for a GFS stream (streams.c). */
+static bool stager_queued;
+
+/* A job's stage-in comes in parts: the items the first request named
+ * (the prolog's, or the first step's), then what a later request adds
+ * (the endpoint policies' inputs, known once the first step registered).
+ * Part 0 keeps the plain names (stage.status, stage.pid, stage.made);
+ * part P is stage.P.status and so on.  The stager (its own process)
+ * writes its own part's. */
+static int stager_part;
+
+static void part_name (int part, const char *what, char *buf, size_t size)
+{
+    if (part == 0)
+        (void) snprintf (buf, size, "stage.%s", what);
+    else
+        (void) snprintf (buf, size, "stage.%d.%s", part, what);
+}
+
 /* stage.status, replaced atomically. */
 static void write_status (const struct tier_conf *conf, uint32_t job,
                           const char *state, uint64_t done, uint64_t total,
                           uint64_t files, uint64_t gfs, int64_t ms,
                           const char *err)
 {
-    json_t *o = json_pack ("{s:s s:I s:I s:I s:I s:I s:s}", "state", state,
-                           "done", (json_int_t) done,
+    json_t *o = json_pack ("{s:s s:I s:I s:I s:I s:I s:s s:b}", "state",
+                           state, "done", (json_int_t) done,
                            "total", (json_int_t) total,
                            "files", (json_int_t) files,
                            "gfs", (json_int_t) gfs,
-                           "ms", (json_int_t) ms, "error", err ? err : "");
+                           "ms", (json_int_t) ms, "error", err ? err : "",
+                           "queued", stager_queued);
     char *s = o ? json_dumps (o, JSON_COMPACT) : NULL;
+
+    char name[48];
 
     json_decref (o);
     if (!s)
         return;
-    ns_replace (conf, job, "stage.status", s);
+    part_name (stager_part, "status", name, sizeof (name));
+    ns_replace (conf, job, name, s);
     free (s);
 }
 
@@ -183,47 +222,100 @@ static uint64_t tree_bytes (int dirfd, int depth)
 }
 
 /* The copier: the user's credentials only.  Reports on fd:
- *   T total | P done | D files bytes | E message
+ *   T total | P done | Q 1/0 (queued for a GFS stream, or no longer) |
+ *   D files bytes gfs | E message | M K DEV INO REF
  */
+static int copier_fd = -1;
+
+static void on_queued (void *arg, bool on)
+{
+    char line[8];
+    int n = snprintf (line, sizeof (line), "Q %d\n", on ? 1 : 0);
+
+    if (write (copier_fd, line, (size_t) n) < 0) {
+        /* the stager is gone: it will see us exit */
+    }
+}
+
+/* One file from the GFS: the source was opened O_PATH (no GFS stream
+ * yet: nothing is read), so take one of the node's GFS streams, open it
+ * for reading (through /proc/self/fd: the very file that was checked),
+ * copy it and give the stream back.  expect: the version the copy must
+ * be of (a stage cache key), or NULL. */
+static int gfs_copy (int srcfd, const struct stat *expect, int dstfd,
+                     const char *base, const struct tier_copy_opts *opts,
+                     struct tier_copy_result *res, tier_error_t *error)
+{
+    struct tier_copy_opts o = *opts;
+    char proc[64];
+    int fd, rc, e;
+
+    o.expect = expect;
+    (void) streams_take (on_queued, NULL);
+    (void) snprintf (proc, sizeof (proc), "/proc/self/fd/%d", srcfd);
+    if ((fd = open (proc, O_RDONLY | O_NOCTTY | O_CLOEXEC)) < 0) {
+        e = errno;
+        streams_give ();
+        errno = e;
+        return tier_errprintf (error, "%s", strerror (e));
+    }
+    rc = tier_copy_fd (fd, dstfd, base, &o, res, error);
+    e = errno;
+    close (fd);                         /* before the stream is given back */
+    streams_give ();
+    errno = e;
+    return rc;
+}
+
 /* A file input through the node's stage cache: NvdimmDir/.stagecache/UID/
  * keyed by the source's version (inode, size, mtime, ctime).  Tasks of a
  * batch staging the same file on a node copy it once (the others wait on
  * the key's lock, then hard-link the copy into their own stage directory).
+ * The copy must be of the version its key names: a source that changed
+ * since it was looked at is looked at again (a few times).
  */
-static int cached_copy (int cachefd, int srcfd, const struct stat *st,
+static int cached_copy (int cachefd, int srcfd, const struct stat *st0,
                         int dstfd, const char *base,
                         const struct tier_copy_opts *opts,
                         struct tier_copy_result *res, bool *hit,
                         tier_error_t *error)
 {
     char key[160], lock[170];
+    struct stat st = *st0;
     int lfd, rc;
 
     *hit = false;
     if (cachefd < 0)
-        return tier_copy_fd (srcfd, dstfd, base, opts, res, error);
-    (void) snprintf (key, sizeof (key), "%llx-%llx-%lld.%09ld-%lld.%09ld",
-                     (unsigned long long) st->st_ino,
-                     (unsigned long long) st->st_size,
-                     (long long) st->st_mtim.tv_sec, st->st_mtim.tv_nsec,
-                     (long long) st->st_ctim.tv_sec, st->st_ctim.tv_nsec);
-    (void) snprintf (lock, sizeof (lock), "%s.lock", key);
-    if ((lfd = openat (cachefd, lock, O_RDWR | O_CREAT | O_CLOEXEC
-                       | O_NOFOLLOW, 0600)) < 0 || flock (lfd, LOCK_EX) < 0) {
-        if (lfd >= 0)
-            close (lfd);
-        return tier_copy_fd (srcfd, dstfd, base, opts, res, error);
+        return gfs_copy (srcfd, NULL, dstfd, base, opts, res, error);
+    for (int tries = 0;; tries++) {
+        (void) snprintf (key, sizeof (key), "%llx-%llx-%lld.%09ld-%lld.%09ld",
+                         (unsigned long long) st.st_ino,
+                         (unsigned long long) st.st_size,
+                         (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+                         (long long) st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+        (void) snprintf (lock, sizeof (lock), "%s.lock", key);
+        if ((lfd = openat (cachefd, lock, O_RDWR | O_CREAT | O_CLOEXEC
+                           | O_NOFOLLOW, 0600)) < 0
+            || flock (lfd, LOCK_EX) < 0) {
+            if (lfd >= 0)
+                close (lfd);
+            return gfs_copy (srcfd, NULL, dstfd, base, opts, res, error);
+        }
+        if (linkat (cachefd, key, dstfd, base, 0) == 0) {
+            *hit = true;
+            res->files = 1;
+            res->bytes = (uint64_t) st.st_size;
+            rc = 0;
+        }
+        else if ((rc = gfs_copy (srcfd, &st, dstfd, base, opts, res,
+                                 error)) == 0)
+            (void) linkat (dstfd, base, cachefd, key, 0);
+        close (lfd);
+        if (rc == 0 || errno != ESTALE || tries >= 3
+            || fstat (srcfd, &st) < 0)
+            return rc;
+        memset (res, 0, sizeof (*res));
     }
-    if (linkat (cachefd, key, dstfd, base, 0) == 0) {
-        *hit = true;
-        res->files = 1;
-        res->bytes = (uint64_t) st->st_size;
-        rc = 0;
-    }
-    else if ((rc = tier_copy_fd (srcfd, dstfd, base, opts, res, error)) == 0)
-        (void) linkat (dstfd, base, cachefd, key, 0);
-    close (lfd);
-    return rc;
 }
 
 
@@ -573,6 +665,8 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
         _exit (1);
     }
     (void) signal (SIGPIPE, SIG_IGN);
+    copier_fd = fd;
+    streams_worker_init (r->streamfd, r->limit);
     if (userfd >= 0) {
         /* the user's references to mount point files (add_ref) */
         (void) mkdirat (userfd, "stage-refs", 0700);
@@ -610,9 +704,10 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
             _exit (1);
         }
         rel = tier_path_strip (p, root);
+        /* O_PATH: checked now (a missing or unreadable input fails the
+         * job at once), read only once a GFS stream is granted */
         if ((rootfd = open (root, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-            srcfds[k] = tier_path_open_beneath (rootfd, rel, O_RDONLY
-                                                | O_NOCTTY, 0, 0);
+            srcfds[k] = tier_path_open_beneath (rootfd, rel, O_PATH, 0, 0);
             close (rootfd);
         }
         if (srcfds[k] < 0 || fstat (srcfds[k], &sts[k]) < 0) {
@@ -620,6 +715,23 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
                           open_error (errno));
             (void) write (fd, line, n);
             _exit (1);
+        }
+        if (S_ISREG (sts[k].st_mode)
+            && syscall (SYS_faccessat2, srcfds[k], "", R_OK,
+                        AT_EMPTY_PATH | AT_EACCESS) < 0) {
+            (void) say (fd, "E %s: %s\n", p, strerror (errno));
+            _exit (1);
+        }
+        if (S_ISDIR (sts[k].st_mode)) {
+            /* a tree is listed now (metadata only) */
+            int dfd = openat (srcfds[k], ".", O_RDONLY | O_DIRECTORY
+                              | O_CLOEXEC);
+            if (dfd < 0) {
+                (void) say (fd, "E %s: %s\n", p, strerror (errno));
+                _exit (1);
+            }
+            close (srcfds[k]);
+            srcfds[k] = dfd;
         }
         if (S_ISREG (sts[k].st_mode))
             total += sts[k].st_size;
@@ -646,6 +758,9 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
         struct tier_copy_opts opts = {
             .flags = TIER_COPY_NOSYNC | TIER_COPY_NOREPLACE,
             .progress = on_progress, .progress_arg = &prog,
+            /* one GFS stream is one reader (and the user's bandwidth) */
+            .threads = 1,
+            .limit = streams_worker_limit (),
         };
         struct tier_copy_result res;
         tier_error_t error;
@@ -675,8 +790,11 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
         if (S_ISREG (sts[k].st_mode))
             rc = cached_copy (cachefd, srcfds[k], &sts[k], dstfds[k], base,
                               &opts, &res, &hit, &error);
-        else
+        else {
+            (void) streams_take (on_queued, NULL);
             rc = tier_copy_tree (srcfds[k], dstfds[k], &opts, &res, &error);
+            streams_give ();
+        }
         if (rc < 0) {
             n = snprintf (line, sizeof (line), "E %s: %s\n", r->items[k],
                           error.text);
@@ -704,7 +822,7 @@ static void record_made (const struct tier_conf *conf,
                          const char *line)
 {
     unsigned long long dev, ino;
-    char ref[128], *text;
+    char ref[128], name[48], *text;
     int k;
 
     if (!made || sscanf (line, "%d %llu %llu %127s", &k, &dev, &ino, ref) != 4
@@ -718,7 +836,8 @@ static void record_made (const struct tier_conf *conf,
                                                                   : "")) < 0
         || !(text = json_dumps (made, JSON_COMPACT)))
         return;
-    ns_replace (conf, r->job_id, "stage.made", text);
+    part_name (r->part, "made", name, sizeof (name));
+    ns_replace (conf, r->job_id, name, text);
     free (text);
 }
 
@@ -737,6 +856,7 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
     int status;
 
     (void) setpgid (0, 0);
+    stager_part = r->part;
     write_status (conf, r->job_id, "copying", 0, 0, 0, 0, 0, NULL);
     if ((rootfd = tier_root_open (conf->nvdimm_dir, &error)) < 0) {
         tier_log (LOG_ERR, "job %u: stage-in: %s", r->job_id, error.text);
@@ -752,7 +872,7 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
     stfd = openat (jobfd, "stage", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
                    | O_CLOEXEC);
     for (int k = 0; k < r->nitems; k++) {
-        (void) snprintf (name, sizeof (name), "%d", k);
+        (void) snprintf (name, sizeof (name), "%d", r->base + k);
         (void) mkdirat (stfd, name, 0700);
         if ((dstfds[k] = openat (stfd, name, O_RDONLY | O_DIRECTORY
                                  | O_NOFOLLOW | O_CLOEXEC)) < 0
@@ -813,6 +933,8 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
         close (rootfd);
         copier (conf, r, dstfds, cachefd, userfd, p[1]);
     }
+    if (r->streamfd >= 0)
+        close (r->streamfd);            /* the copier's alone */
     if (userfd >= 0)
         close (userfd);
     close (p[1]);
@@ -842,6 +964,8 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
                 (void) snprintf (err, sizeof (err), "%.4000s", buf + 2);
             else if (buf[0] == 'M')
                 record_made (conf, r, made, buf + 2);
+            else if (buf[0] == 'Q')
+                stager_queued = buf[2] == '1';
             if (buf[0] != 'D' && buf[0] != 'E')
                 write_status (conf, r->job_id, "copying", done, total, files,
                               gfs, now_ms () - t0, NULL);
@@ -860,13 +984,145 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
     _exit (ok ? 0 : 1);
 }
 
+/* NamespaceDir/JOBID/stage.items: {"items": [...], "parts": N}, every
+ * item of the job's stage-in in the order of its stage directories
+ * (stage/K/ holds item K), and how many parts started. */
+static json_t *plan_load (const struct tier_conf *conf, uint32_t job)
+{
+    static char buf[STAGE_ITEMS_MAX * (2 * PATH_MAX + 8) + 64];
+    json_error_t jerr;
+    json_t *o;
+
+    if (tier_ns_read (conf->namespace_dir, job, "stage.items", buf,
+                      sizeof (buf)) < 0
+        || !(o = json_loads (buf, 0, &jerr)))
+        return NULL;
+    if (!json_is_array (json_object_get (o, "items"))
+        || !json_is_integer (json_object_get (o, "parts"))) {
+        json_decref (o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Which of the request's items (parsed into r, in the order of the
+ * request's array items) are staged already: the reply's index (the
+ * stage directory of each); r keeps only the new ones, which go to
+ * directories after the known ones (r->base) as part r->part. */
+static json_t *stage_plan (const struct tier_conf *conf,
+                           struct stage_req *r, json_t *items,
+                           tier_error_t *error)
+{
+    json_t *plan = plan_load (conf, r->job_id), *known, *index;
+    size_t nknown, i;
+    int n = 0, fresh = 0;
+
+    char buf[64];
+    bool legacy;
+
+    known = plan ? json_object_get (plan, "items") : NULL;
+    nknown = known ? json_array_size (known) : 0;
+    r->part = plan ? (int) json_integer_value (json_object_get (plan,
+                                                                "parts"))
+                   : 0;
+    /* a stage-in without a plan: an older agent's, items unknown (as
+     * before: once per job, the items in request order) */
+    legacy = !plan && tier_ns_read (conf->namespace_dir, r->job_id,
+                                    "stage.status", buf, sizeof (buf)) == 0;
+    r->base = (int) nknown;
+    if (!(index = json_array ())) {
+        json_decref (plan);
+        errno = ENOMEM;
+        tier_errprintf (error, "out of memory");
+        return NULL;
+    }
+    for (i = 0; i < json_array_size (items); i++) {
+        const char *s = json_string_value (json_array_get (items, i));
+        json_int_t k = legacy ? (json_int_t) i : -1;
+        size_t j;
+        json_t *v;
+
+        json_array_foreach (known, j, v)
+            if (json_is_string (v) && !strcmp (json_string_value (v), s))
+                k = (json_int_t) j;
+        /* the same item twice in one request: one directory */
+        for (size_t m = 0; k < 0 && m < i; m++)
+            if (!strcmp (json_string_value (json_array_get (items, m)), s))
+                k = json_integer_value (json_array_get (index, m));
+        if (k < 0) {
+            k = (json_int_t) (nknown + (size_t) fresh);
+            if (n != (int) i) {
+                memmove (r->items[n], r->items[i], PATH_MAX);
+                memmove (r->urls[n], r->urls[i], PATH_MAX);
+            }
+            n++;
+            fresh++;
+        }
+        if (json_array_append_new (index, json_integer (k)) < 0) {
+            json_decref (plan);
+            json_decref (index);
+            errno = ENOMEM;
+            tier_errprintf (error, "out of memory");
+            return NULL;
+        }
+    }
+    if (nknown + (size_t) fresh > STAGE_ITEMS_MAX) {
+        json_decref (plan);
+        json_decref (index);
+        errno = E2BIG;
+        tier_errprintf (error, "a job stages at most %d items",
+                        STAGE_ITEMS_MAX);
+        return NULL;
+    }
+    r->nitems = n;
+    if (legacy)
+        r->part = 1;
+    json_decref (plan);
+    return index;
+}
+
+/* Record the new part before its stager starts. */
+static int stage_plan_commit (const struct tier_conf *conf,
+                              const struct stage_req *r, json_t *items,
+                              json_t *index, tier_error_t *error)
+{
+    json_t *plan = plan_load (conf, r->job_id), *all;
+    char *text;
+    size_t i;
+
+    all = plan ? json_incref (json_object_get (plan, "items")) : json_array ();
+    json_decref (plan);
+    if (!all)
+        goto nomem;
+    for (i = 0; i < json_array_size (items); i++) {
+        json_int_t k = json_integer_value (json_array_get (index, i));
+        if ((size_t) k == json_array_size (all)
+            && json_array_append (all, json_array_get (items, i)) < 0) {
+            json_decref (all);
+            goto nomem;
+        }
+    }
+    plan = json_pack ("{s:o s:i}", "items", all, "parts", r->part + 1);
+    if (!plan || !(text = json_dumps (plan, JSON_COMPACT))) {
+        json_decref (plan);
+        goto nomem;
+    }
+    json_decref (plan);
+    ns_replace (conf, r->job_id, "stage.items", text);
+    free (text);
+    return 0;
+nomem:
+    errno = ENOMEM;
+    return tier_errprintf (error, "out of memory");
+}
+
 json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
                      tier_error_t *error)
 {
     static struct stage_req r;
     json_int_t job_id = 0, uid = -1, gid = -1;
     const char *user = NULL;
-    json_t *items = NULL, *it;
+    json_t *items = NULL, *it, *index;
     struct passwd *pw;
     char path[PATH_MAX], pidbuf[32];
     size_t i;
@@ -921,15 +1177,19 @@ json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
         }
         r.nitems++;
     }
-    /* once per job: a second request (another step, the prolog and the
-     * first step) finds the status */
-    if (tier_ns_read (a->conf->namespace_dir, r.job_id, "stage.status", path,
-                      sizeof (path)) == 0)
-        return json_pack ("{s:I s:b}", "job_id", job_id, "started", 0);
+    /* once per job and item: a later request (another step, the prolog
+     * and then the first step) finds what is staged already; what it
+     * adds (the endpoint policies' inputs) is a part of its own */
+    if (!(index = stage_plan (a->conf, &r, items, error)))
+        return NULL;
+    if (r.nitems == 0)
+        return json_pack ("{s:I s:b s:o s:i}", "job_id", job_id, "started",
+                          0, "index", index, "parts", r.part);
     if (!(pw = getpwuid (r.uid)) || strcmp (pw->pw_name, user)
         || strlen (user) >= sizeof (r.user)) {
         errno = EINVAL;
         tier_errprintf (error, "uid %u is not %s", (unsigned) r.uid, user);
+        json_decref (index);
         return NULL;
     }
     (void) snprintf (r.user, sizeof (r.user), "%s", user);
@@ -937,23 +1197,54 @@ json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
     if (getgrouplist (pw->pw_name, r.gid, r.groups, &r.ngroups) < 0) {
         errno = E2BIG;
         tier_errprintf (error, "too many groups for %s", user);
+        json_decref (index);
         return NULL;
     }
     (void) snprintf (path, sizeof (path), "%s/%u", a->conf->namespace_dir,
                      r.job_id);
     (void) mkdir (path, 0700);
-    write_status (a->conf, r.job_id, "queued", 0, 0, 0, 0, 0, NULL);
-    if ((pid = fork ()) < 0) {
-        tier_errprintf (error, "fork: %s", strerror (errno));
+    if (stage_plan_commit (a->conf, &r, items, index, error) < 0) {
+        json_decref (index);
         return NULL;
     }
-    if (pid == 0)
+    stager_part = r.part;               /* the agent's own write below */
+    write_status (a->conf, r.job_id, "queued", 0, 0, 0, 0, 0, NULL);
+    /* its copies take GFS streams and the user's bandwidth (streams.c):
+     * the channel and the bucket exist before the stager is forked */
+    {
+        char what[64];
+        (void) snprintf (what, sizeof (what), "stage-in of job %u",
+                         r.job_id);
+        r.limit = streams_limit (a, r.uid, r.user);
+        r.streamfd = streams_client (a, r.uid, r.user, STREAMS_STAGE_IN,
+                                     what);
+    }
+    if ((pid = fork ()) < 0) {
+        tier_errprintf (error, "fork: %s", strerror (errno));
+        if (r.streamfd >= 0)
+            close (r.streamfd);
+        write_status (a->conf, r.job_id, "failed", 0, 0, 0, 0, 0,
+                      "fork failed");
+        json_decref (index);
+        return NULL;
+    }
+    if (pid == 0) {
+        streams_close_agent_ends (a);
         stager (a->conf, &r);
+    }
+    if (r.streamfd >= 0)
+        close (r.streamfd);
     (void) snprintf (pidbuf, sizeof (pidbuf), "%d", (int) pid);
-    (void) tier_ns_write (a->conf->namespace_dir, r.job_id, "stage.pid",
-                          pidbuf);
-    tier_log (LOG_INFO, "job %u: staging in %d item(s)", r.job_id, r.nitems);
-    return json_pack ("{s:I s:b}", "job_id", job_id, "started", 1);
+    {
+        char name[48];
+        part_name (r.part, "pid", name, sizeof (name));
+        (void) tier_ns_write (a->conf->namespace_dir, r.job_id, name,
+                              pidbuf);
+    }
+    tier_log (LOG_INFO, "job %u: staging in %d item(s)%s", r.job_id,
+              r.nitems, r.part ? " more" : "");
+    return json_pack ("{s:I s:b s:o s:i}", "job_id", job_id, "started", 1,
+                      "index", index, "parts", r.part + 1);
 }
 
 struct uid_ctx {
@@ -1050,16 +1341,18 @@ static int unmake_as_user (const struct tier_conf *conf,
 }
 
 /* The empty files made as mount points for URL inputs go at job end. */
-static void drop_made (struct agent *a, const struct store_job *job)
+static void drop_made (struct agent *a, const struct store_job *job,
+                       int part)
 {
     static char buf[STAGE_ITEMS_MAX * (PATH_MAX + 96)];
-    char path[PATH_MAX];
+    char path[PATH_MAX], name[48];
     json_error_t jerr;
     json_t *made;
     pid_t pid;
     int status = 0;
 
-    if (tier_ns_read (a->conf->namespace_dir, job->job_id, "stage.made", buf,
+    part_name (part, "made", name, sizeof (name));
+    if (tier_ns_read (a->conf->namespace_dir, job->job_id, name, buf,
                       sizeof (buf)) < 0)
         return;
     if (!(made = json_loads (buf, 0, &jerr)) || !json_is_array (made)
@@ -1086,27 +1379,31 @@ static void drop_made (struct agent *a, const struct store_job *job)
                   WEXITSTATUS (status));
 out:
     json_decref (made);
-    (void) snprintf (path, sizeof (path), "%s/%u/stage.made",
-                     a->conf->namespace_dir, job->job_id);
+    (void) snprintf (path, sizeof (path), "%s/%u/%s",
+                     a->conf->namespace_dir, job->job_id, name);
     (void) unlink (path);
 }
 
-/* At job end: stop a stage-in still running (scancel), and count it. */
-void stage_job_end (struct agent *a, const struct store_job *job)
+/* At job end, each part of the stage-in: stop it if it still runs
+ * (scancel), count it; false if there is no such part. */
+static bool part_end (struct agent *a, const struct store_job *job, int part)
 {
-    char buf[1024];
+    char buf[1024], name[48];
     json_error_t jerr;
     const char *state;
     json_t *o;
 
-    if (tier_ns_read (a->conf->namespace_dir, job->job_id, "stage.status",
-                      buf, sizeof (buf)) < 0
-        || !(o = json_loads (buf, 0, &jerr)))
-        return;
+    part_name (part, "status", name, sizeof (name));
+    if (tier_ns_read (a->conf->namespace_dir, job->job_id, name, buf,
+                      sizeof (buf)) < 0)
+        return false;
+    if (!(o = json_loads (buf, 0, &jerr)))
+        return true;
     state = json_string_value (json_object_get (o, "state"));
     if (!state || (strcmp (state, "done") && strcmp (state, "failed"))) {
         char pidbuf[32];
-        if (tier_ns_read (a->conf->namespace_dir, job->job_id, "stage.pid",
+        part_name (part, "pid", name, sizeof (name));
+        if (tier_ns_read (a->conf->namespace_dir, job->job_id, name,
                           pidbuf, sizeof (pidbuf)) == 0) {
             pid_t pid = (pid_t) atoi (pidbuf);
             if (pid > 1 && kill (-pid, SIGKILL) == 0)
@@ -1114,7 +1411,7 @@ void stage_job_end (struct agent *a, const struct store_job *job)
                           "stopped", job->job_id);
         }
     }
-    drop_made (a, job);
+    drop_made (a, job, part);
     if (state && !strcmp (state, "done")) {
         ctr_add (a, job, TIER_ROLE_ENDPOINT, TIER_CTR_STAGE_IN_FILES,
                  json_integer_value (json_object_get (o, "files")));
@@ -1130,5 +1427,16 @@ void stage_job_end (struct agent *a, const struct store_job *job)
     else
         ctr_add (a, job, TIER_ROLE_ENDPOINT, TIER_CTR_FAILURES, 1);
     json_decref (o);
-    drop_cache (a, job);
+    return true;
+}
+
+/* At job end: stop a stage-in still running (scancel), and count it. */
+void stage_job_end (struct agent *a, const struct store_job *job)
+{
+    int part = 0;
+
+    while (part < STAGE_ITEMS_MAX && part_end (a, job, part))
+        part++;
+    if (part > 0)
+        drop_cache (a, job);
 }

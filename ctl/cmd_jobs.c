@@ -270,6 +270,33 @@ static void print_migrations (json_t *m)
     }
 }
 
+/* The node's GFS streams (GfsStreams) and each user's share
+ * (UserBandwidth), with the bandwidth limit's own accounting. */
+static void print_streams (json_t *s)
+{
+    json_t *users = json_object_get (s, "users"), *u;
+    json_int_t rate = I (s, "user_bandwidth");
+    char a[32], b[32];
+    size_t i;
+
+    if (!json_is_object (s) || !json_object_get (s, "max"))
+        return;
+    printf ("GFS streams: %lld of %lld in use, %lld waiting; UserBandwidth "
+            "%s%s\n", I (s, "in_use"), I (s, "max"), I (s, "waiting"),
+            rate ? tier_size_format ((uint64_t) rate, a, sizeof (a))
+                 : "unlimited", rate ? "/s" : "");
+    json_array_foreach (users, i, u) {
+        json_t *bw = json_object_get (u, "bandwidth");
+        printf ("  %s: %lld held, %lld waiting, %lld granted (%lld after a "
+                "wait, %lld ms in all); %s moved, held back %.1f s\n",
+                json_string_value (json_object_get (u, "user")),
+                I (u, "held"), I (u, "waiting"), I (u, "grants"),
+                I (u, "queued"), I (u, "wait_ms"),
+                tier_size_format ((uint64_t) I (bw, "bytes"), b, sizeof (b)),
+                (double) I (bw, "stall_ns") / 1e9);
+    }
+}
+
 #undef I
 
 int cmd_status (struct ctl *ctl, int argc, char **argv)
@@ -333,6 +360,7 @@ int cmd_status (struct ctl *ctl, int argc, char **argv)
             (long long) json_integer_value (json_object_get (jobs,
                                                              "registered")));
     print_migrations (json_object_get (res, "migrations"));
+    print_streams (json_object_get (res, "streams"));
     json_decref (res);
     return CTL_OK;
 }

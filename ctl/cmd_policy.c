@@ -285,7 +285,7 @@ static int freeze (struct layers *l, const struct tier_policy_set *set,
 
 enum { OPT_TTL = 256, OPT_REVALIDATE, OPT_KEEP, OPT_TIER, OPT_SHARE,
        OPT_SIZE, OPT_WINDOW, OPT_BLOCK, OPT_PREFETCH, OPT_LOCKED,
-       OPT_COMMENT, OPT_JOB, OPT_USER, OPT_ALL, OPT_JSON };
+       OPT_COMMENT, OPT_STAGE, OPT_JOB, OPT_USER, OPT_ALL, OPT_JSON };
 
 static const char *opt_key (int c)
 {
@@ -301,6 +301,7 @@ static const char *opt_key (int c)
         case OPT_PREFETCH: return "prefetch";
         case OPT_LOCKED: return "locked";
         case OPT_COMMENT: return "comment";
+        case OPT_STAGE: return "stage";
     }
     return NULL;
 }
@@ -369,6 +370,7 @@ int cmd_set (struct ctl *ctl, int argc, char **argv)
         { "prefetch", required_argument, NULL, OPT_PREFETCH },
         { "locked", no_argument, NULL, OPT_LOCKED },
         { "comment", required_argument, NULL, OPT_COMMENT },
+        { "stage", required_argument, NULL, OPT_STAGE },
         { NULL, 0, NULL, 0 },
     };
     const struct ctl_cmd *cmd = ctl_cmd_find ("set");

@@ -27,10 +27,13 @@ const struct ctl_cmd ctl_cmds[] = {
     { "status", "[--json]", "the node's agent, tiers and jobs",
       "The agent's version and uptime; each tier with its path, whether it\n"
       "is real persistent memory or emulated, capacity, use and\n"
-      "reservations; the jobs it knows.", cmd_status },
+      "reservations; the jobs it knows; the node's GFS streams (GfsStreams)\n"
+      "and each user's share (UserBandwidth) with its own accounting (your\n"
+      "own only, unless you are root).", cmd_status },
     { "set",
       "policy DIR ROLE [--ttl D] [--revalidate D] [--keep W] [--tier T] "
-      "[--size S] [--window S] [--block S] [--prefetch P] [--comment TEXT]",
+      "[--size S] [--window S] [--block S] [--prefetch P] [--stage S] "
+      "[--comment TEXT]",
       "say what a directory is, for your later jobs (a policy)",
       "ROLE is batch (read-only inputs shared by the batch: a BB replica\n"
       "cache), pipeline (private intermediates: node-local NVDIMM), endpoint\n"
@@ -39,7 +42,10 @@ const struct ctl_cmd ctl_cmds[] = {
       "often the source is rechecked (30s, 10m, 7d); --keep (pipeline):\n"
       "never, on-failure, always; --size (pipeline): scratch reservation\n"
       "(16G); --tier: bb or nvdimm; --window, --block, --prefetch (off,\n"
-      "sequential, stride): the NVDIMM block cache.  DIR is made absolute\n"
+      "sequential, stride): the NVDIMM block cache; --stage (endpoint): out\n"
+      "(default: an output directory, migrated to the GFS) or in (an input:\n"
+      "the tree is staged in as a read-only snapshot when a job's first\n"
+      "step starts on a node).  DIR is made absolute\n"
       "and resolved; it must lie under AllowedRoots and outside tier's own\n"
       "directories, and nothing may nest inside a pipeline or endpoint\n"
       "directory.  Stored in SharedStateDir/users/YOU/policies.json; jobs\n"

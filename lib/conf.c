@@ -60,6 +60,7 @@ static const struct conf_key keys[] = {
     { "BBMinFree", CONF_SIZE, OFF (bb_min_free), 0 },
     { "BBLockStale", CONF_SEC, OFF (bb_lock_stale), 0 },
     { "GfsStreams", CONF_COUNT, OFF (gfs_streams), 0 },
+    { "UserBandwidth", CONF_SIZE, OFF (user_bandwidth), 0 },
     { "ClientsPerUser", CONF_COUNT, OFF (clients_per_user), 0 },
     { "ReplicaWait", CONF_SEC, OFF (replica_wait), 0 },
     { "AllowedRoots", CONF_PATHLIST, OFF (allowed_roots),

@@ -36,7 +36,11 @@ struct tier_conf {
     uint64_t bb_min_free;       /* BBMinFree: keep this much of the BB free */
     uint64_t bb_lock_stale;     /* BBLockStale (s): a fetch lock whose
                                  * heartbeat stopped this long is broken */
-    unsigned gfs_streams;       /* GfsStreams: concurrent GFS copies */
+    unsigned gfs_streams;       /* GfsStreams: concurrent GFS streams (a
+                                 * node's replica fetches, stage-in copies
+                                 * and stage-out migrations together) */
+    uint64_t user_bandwidth;    /* UserBandwidth: bytes/s of one user's
+                                 * GFS streams on a node (0: unlimited) */
     unsigned clients_per_user;  /* ClientsPerUser: a user's connections to
                                  * the agent at once (root: no limit) */
     uint64_t replica_wait;      /* ReplicaWait (s): an open waits this long

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
@@ -50,15 +51,23 @@
 /*
  * Bandwidth limit: a token bucket that may go into debt, so that a chunk
  * larger than the burst still passes, and concurrent takers queue up
- * behind each other's debt (each waits for its share).
+ * behind each other's debt (each waits for its share).  A shared one lives
+ * in its own MAP_SHARED mapping, so that the processes forked after it was
+ * made share it; its mutex is process-shared and robust (a taker killed
+ * inside the few instructions it holds it leaves it usable).  The
+ * accounting is the bucket's own, computed from it, never from measured
+ * sleeps (as the GFS emulator's throttle does).
  */
 
 struct tier_copy_limit {
     pthread_mutex_t lock;
+    bool shared;                        /* mmap'ed: munmap, not free */
     double rate;                        /* bytes per second; 0: unlimited */
     double burst;
     double tokens;
     uint64_t last_ns;
+    uint64_t busy_end_ns;               /* the end of the current stall */
+    struct tier_copy_limit_stats st;
 };
 
 static uint64_t now_ns (void)
@@ -78,22 +87,63 @@ static void limit_set_locked (struct tier_copy_limit *lim, uint64_t rate,
         lim->tokens = lim->burst;
 }
 
+static int limit_init (struct tier_copy_limit *lim, uint64_t rate,
+                       uint64_t burst, bool shared)
+{
+    pthread_mutexattr_t attr;
+    int e;
+
+    if ((e = pthread_mutexattr_init (&attr)))
+        goto fail;
+    if ((shared && (e = pthread_mutexattr_setpshared (&attr,
+                                                      PTHREAD_PROCESS_SHARED)))
+        || (e = pthread_mutexattr_setrobust (&attr, PTHREAD_MUTEX_ROBUST))
+        || (e = pthread_mutex_init (&lim->lock, &attr))) {
+        pthread_mutexattr_destroy (&attr);
+        goto fail;
+    }
+    pthread_mutexattr_destroy (&attr);
+    lim->shared = shared;
+    limit_set_locked (lim, rate, burst);
+    lim->tokens = lim->burst;
+    lim->last_ns = lim->busy_end_ns = now_ns ();
+    return 0;
+fail:
+    errno = e;
+    return -1;
+}
+
 struct tier_copy_limit *tier_copy_limit_create (uint64_t rate,
                                                 uint64_t burst)
 {
     struct tier_copy_limit *lim;
-    int e;
 
     if (!(lim = calloc (1, sizeof (*lim))))
         return NULL;
-    if ((e = pthread_mutex_init (&lim->lock, NULL))) {
+    if (limit_init (lim, rate, burst, false) < 0) {
+        int e = errno;
         free (lim);
         errno = e;
         return NULL;
     }
-    limit_set_locked (lim, rate, burst);
-    lim->tokens = lim->burst;
-    lim->last_ns = now_ns ();
+    return lim;
+}
+
+struct tier_copy_limit *tier_copy_limit_create_shared (uint64_t rate,
+                                                       uint64_t burst)
+{
+    struct tier_copy_limit *lim;
+
+    lim = mmap (NULL, sizeof (*lim), PROT_READ | PROT_WRITE,
+                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (lim == MAP_FAILED)
+        return NULL;
+    if (limit_init (lim, rate, burst, true) < 0) {
+        int e = errno;
+        (void) munmap (lim, sizeof (*lim));
+        errno = e;
+        return NULL;
+    }
     return lim;
 }
 
@@ -103,9 +153,20 @@ void tier_copy_limit_destroy (struct tier_copy_limit *lim)
 
     if (lim) {
         pthread_mutex_destroy (&lim->lock);
-        free (lim);
+        if (lim->shared)
+            (void) munmap (lim, sizeof (*lim));
+        else
+            free (lim);
     }
     errno = saved;
+}
+
+/* A holder that died with the lock held left the bucket as it was
+ * between two consistent states: take it over. */
+static void limit_lock (struct tier_copy_limit *lim)
+{
+    if (pthread_mutex_lock (&lim->lock) == EOWNERDEAD)
+        (void) pthread_mutex_consistent (&lim->lock);
 }
 
 void tier_copy_limit_set (struct tier_copy_limit *lim, uint64_t rate,
@@ -113,8 +174,21 @@ void tier_copy_limit_set (struct tier_copy_limit *lim, uint64_t rate,
 {
     if (!lim)
         return;
-    pthread_mutex_lock (&lim->lock);
+    limit_lock (lim);
     limit_set_locked (lim, rate, burst);
+    pthread_mutex_unlock (&lim->lock);
+}
+
+void tier_copy_limit_stats (struct tier_copy_limit *lim,
+                            struct tier_copy_limit_stats *out)
+{
+    memset (out, 0, sizeof (*out));
+    if (!lim)
+        return;
+    limit_lock (lim);
+    *out = lim->st;
+    out->rate = (uint64_t) lim->rate;
+    out->burst = (uint64_t) lim->burst;
     pthread_mutex_unlock (&lim->lock);
 }
 
@@ -145,17 +219,36 @@ static int limit_take (struct tier_copy_limit *lim, uint64_t bytes,
 {
     uint64_t now, wait_ns = 0;
 
-    pthread_mutex_lock (&lim->lock);
+    limit_lock (lim);
     now = now_ns ();
+    lim->st.bytes += bytes;
+    lim->st.ops++;
     if (lim->rate > 0) {
-        lim->tokens += (double) (now - lim->last_ns) * lim->rate / 1e9;
+        if (now > lim->last_ns)
+            lim->tokens += (double) (now - lim->last_ns) * lim->rate / 1e9;
         if (lim->tokens > lim->burst)
             lim->tokens = lim->burst;
         lim->tokens -= (double) bytes;
-        if (lim->tokens < 0)
-            wait_ns = (uint64_t) (-lim->tokens / lim->rate * 1e9);
+        if (lim->tokens < 0) {
+            uint64_t end;
+
+            wait_ns = (uint64_t) (-lim->tokens / lim->rate * 1e9) + 1;
+            end = now + wait_ns;
+            lim->st.delayed_bytes += bytes;
+            lim->st.delayed_ops++;
+            lim->st.wait_ns += wait_ns;
+            /* waits end in arrival order (the debt only grows while it
+             * lasts): the union of the intervals grows by what sticks out */
+            if (now >= lim->busy_end_ns)
+                lim->st.stall_ns += wait_ns;
+            else if (end > lim->busy_end_ns)
+                lim->st.stall_ns += end - lim->busy_end_ns;
+            if (end > lim->busy_end_ns)
+                lim->busy_end_ns = end;
+        }
     }
-    lim->last_ns = now;
+    if (now > lim->last_ns)
+        lim->last_ns = now;
     pthread_mutex_unlock (&lim->lock);
     if (wait_ns == 0)
         return 0;
@@ -581,6 +674,10 @@ static int copy_data (struct worker *w, struct fjob *f, off_t off, off_t end,
                       bool parallel, int *method)
 {
     struct copy_ctx *ctx = f->ctx;
+    uint64_t credit = 0;        /* taken from the limit, not yet moved: a
+                                 * short transfer or a fallback is not
+                                 * charged twice, so the limit counts the
+                                 * bytes moved */
 
     while (off < end) {
         size_t n = MIN (ctx->chunk, (uint64_t) (end - off));
@@ -590,9 +687,12 @@ static int copy_data (struct worker *w, struct fjob *f, off_t off, off_t end,
 
         if (ctx_cancelled (ctx) || atomic_load (&f->err))
             return file_fail (f, ECANCELED, "cancelled");
-        if (ctx->o->limit && limit_take (ctx->o->limit, n, ctx->o->cancel,
-                                         &ctx->stop) < 0)
-            return file_fail (f, ECANCELED, "cancelled");
+        if (ctx->o->limit && credit < n) {
+            if (limit_take (ctx->o->limit, n - credit, ctx->o->cancel,
+                            &ctx->stop) < 0)
+                return file_fail (f, ECANCELED, "cancelled");
+            credit = n;
+        }
         switch (*method) {
             case TIER_COPY_CFR:
                 what = "copy_file_range";
@@ -640,6 +740,7 @@ static int copy_data (struct worker *w, struct fjob *f, off_t off, off_t end,
         atomic_fetch_add (&ctx->bytes, (uint64_t) r);
         progress_add (ctx, (uint64_t) r);
         off += r;
+        credit -= MIN (credit, (uint64_t) r);
     }
     return 0;
 }

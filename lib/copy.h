@@ -225,12 +225,46 @@ int tier_copy_is_temp_name (const char *name);
 const char *tier_copy_method_name (unsigned int methods);
 
 /* A bandwidth limit of rate bytes/s (0: unlimited) with a burst of burst
- * bytes (0: a tenth of a second's worth).  Returns NULL with errno set. */
+ * bytes (0: a tenth of a second's worth).  Returns NULL with errno set.
+ * A shared limit lives in memory that the processes forked after it was
+ * made share (MAP_SHARED): they take from one bucket (e.g. one user's
+ * copies on a node, in several worker processes).  Destroy it in the
+ * process that made it (children just exit).  A rate or burst change
+ * applies to the next take. */
 struct tier_copy_limit *tier_copy_limit_create (uint64_t rate,
                                                 uint64_t burst);
+struct tier_copy_limit *tier_copy_limit_create_shared (uint64_t rate,
+                                                       uint64_t burst);
 void tier_copy_limit_destroy (struct tier_copy_limit *limit);
 void tier_copy_limit_set (struct tier_copy_limit *limit, uint64_t rate,
                           uint64_t burst);
+
+/* The limit's own accounting, computed from the bucket (never from
+ * measured sleeps), since it was made:
+ *   bytes, ops                  every take (also while unlimited)
+ *   delayed_bytes, delayed_ops  takes that had to wait
+ *   wait_ns                     the sum of their waits (several takers at
+ *                               once: more than the time that passed)
+ *   stall_ns                    the length of the union of the waits: the
+ *                               time during which the limit held someone
+ *                               back
+ * Moving X bytes at rate R with burst C stalls at least (X - C) / R less
+ * the time spent moving data while no one waited; and
+ * stall_ns <= delayed_bytes * 1e9 / R + delayed_ops (each take adds at
+ * most its own size to the debt, +1 ns of rounding).  rate and burst are
+ * the current settings. */
+struct tier_copy_limit_stats {
+    uint64_t bytes;
+    uint64_t ops;
+    uint64_t delayed_bytes;
+    uint64_t delayed_ops;
+    uint64_t wait_ns;
+    uint64_t stall_ns;
+    uint64_t rate;
+    uint64_t burst;
+};
+void tier_copy_limit_stats (struct tier_copy_limit *limit,
+                            struct tier_copy_limit_stats *out);
 
 /* Take bytes from the bucket, sleeping as long as the rate requires
  * (for other users of the same limit, e.g. curl streams).  Returns 0, or -1

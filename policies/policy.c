@@ -34,6 +34,7 @@ static const char *keep_names[] = { "never", "on-failure", "always", NULL };
 static const char *tier_names[] = { "bb", "nvdimm", NULL };
 static const char *share_names[] = { "user", "world", NULL };
 static const char *prefetch_names[] = { "off", "sequential", "stride", NULL };
+static const char *stage_names[] = { "out", "in", NULL };
 
 enum attr_type {
     ATTR_DURATION,
@@ -74,6 +75,8 @@ static const struct attr attrs[] = {
       | ROLE_BIT (TIER_POLICY_BATCH), false, NULL, OFF (block) },
     { "prefetch", TIER_PA_PREFETCH, ATTR_ENUM, ROLE_BIT (TIER_POLICY_ENDPOINT)
       | ROLE_BIT (TIER_POLICY_BATCH), false, prefetch_names, OFF (prefetch) },
+    { "stage", TIER_PA_STAGE, ATTR_ENUM, ROLE_BIT (TIER_POLICY_ENDPOINT),
+      false, stage_names, OFF (stage) },
     { "locked", TIER_PA_LOCKED, ATTR_BOOL, ROLES_ALL, true, NULL,
       OFF (locked) },
     { "comment", TIER_PA_COMMENT, ATTR_STRING, ROLES_ALL, false, NULL,
@@ -138,9 +141,20 @@ const char *tier_policy_prefetch_name (enum tier_policy_prefetch p)
     return enum_name (prefetch_names, (int) p);
 }
 
+const char *tier_policy_stage_name (enum tier_policy_stage stage)
+{
+    return enum_name (stage_names, (int) stage);
+}
+
 bool tier_policy_role_mounts (enum tier_policy_role role)
 {
     return role == TIER_POLICY_PIPELINE || role == TIER_POLICY_ENDPOINT;
+}
+
+bool tier_policy_is_input (const struct tier_policy *p)
+{
+    return p && p->role == TIER_POLICY_ENDPOINT && (p->set & TIER_PA_STAGE)
+           && p->stage == TIER_PSTAGE_IN;
 }
 
 /* A name from input, fit for a message: clipped, control bytes as '?'. */
@@ -464,6 +478,21 @@ int tier_policy_validate (const struct tier_policy *p, tier_error_t *error)
             errno = EINVAL;
             return attr_error (p, "tier", "pipeline data lives on the "
                                "node's NVDIMM tier: only nvdimm", error);
+        }
+    }
+    if (tier_policy_is_input (p)) {
+        /* an input is a read-only snapshot on the node's NVDIMM tier (as
+         * --tier-stage-in): nothing is written to cache */
+        if (p->set & TIER_PA_WINDOW) {
+            errno = EINVAL;
+            return attr_error (p, "window", "does not apply to an input "
+                               "directory (stage = in): it is read-only",
+                               error);
+        }
+        if ((p->set & TIER_PA_TIER) && p->tier != TIER_PTIER_NVDIMM) {
+            errno = EINVAL;
+            return attr_error (p, "tier", "inputs are staged to the node's "
+                               "NVDIMM tier: only nvdimm", error);
         }
     }
     if ((p->set & TIER_PA_WINDOW) && (p->set & TIER_PA_BLOCK)
@@ -827,10 +856,12 @@ json_t *tier_policy_effective_json (const struct tier_policy *p)
 
     /* the defaults a policy gets for what it does not say */
     if (p->role != TIER_POLICY_NONE && !(p->set & TIER_PA_TIER)) {
-        e.tier = p->role == TIER_POLICY_PIPELINE ? TIER_PTIER_NVDIMM
-                                                 : TIER_PTIER_BB;
+        e.tier = p->role == TIER_POLICY_PIPELINE || tier_policy_is_input (p)
+                 ? TIER_PTIER_NVDIMM : TIER_PTIER_BB;
         e.set |= TIER_PA_TIER;
     }
+    if (p->role == TIER_POLICY_ENDPOINT && !(p->set & TIER_PA_STAGE))
+        e.set |= TIER_PA_STAGE;                 /* out */
     if (p->role == TIER_POLICY_BATCH) {
         if (!(p->set & TIER_PA_REVALIDATE)) {
             e.revalidate = TIER_POLICY_REVALIDATE_DEFAULT;

@@ -66,6 +66,14 @@ enum tier_policy_prefetch {
     TIER_PREFETCH_STRIDE,
 };
 
+/* Which way an endpoint directory is staged: an output directory (a
+ * write cache migrated to the GFS) or an input (a snapshot copied to the
+ * node's fast tier before the tasks start, read-only at its GFS path). */
+enum tier_policy_stage {
+    TIER_PSTAGE_OUT = 0,
+    TIER_PSTAGE_IN,
+};
+
 /* Which attributes a policy gives explicitly (struct tier_policy.set). */
 enum {
     TIER_PA_TTL = 1 << 0,
@@ -79,6 +87,7 @@ enum {
     TIER_PA_PREFETCH = 1 << 8,
     TIER_PA_LOCKED = 1 << 9,
     TIER_PA_COMMENT = 1 << 10,
+    TIER_PA_STAGE = 1 << 11,
 };
 
 /* Defaults of attributes a policy does not give. */
@@ -98,6 +107,7 @@ struct tier_policy {
     uint64_t window;            /* bytes: NVDIMM write-behind window */
     uint64_t block;             /* bytes: prefetch block */
     enum tier_policy_prefetch prefetch;
+    enum tier_policy_stage stage;       /* endpoint: out (default) or in */
     bool locked;                /* site only: users cannot override it */
     char *comment;
     enum tier_policy_layer layer;
@@ -121,6 +131,7 @@ const char *tier_policy_keep_name (enum tier_policy_keep keep);
 const char *tier_policy_tier_name (enum tier_policy_tier tier);
 const char *tier_policy_share_name (enum tier_policy_share share);
 const char *tier_policy_prefetch_name (enum tier_policy_prefetch p);
+const char *tier_policy_stage_name (enum tier_policy_stage stage);
 
 /* Sets.  _add copies p (dir, comment and source are duplicated) and
  * replaces a policy of the same directory and layer.  Returns 0, or -1
@@ -241,9 +252,14 @@ int tier_policy_check_roots (const struct tier_policy *p,
                              tier_error_t *error);
 
 /* True for the roles whose directories become mounts in the job
- * (pipeline, endpoint): nothing may nest inside them.
+ * (pipeline, endpoint -- outputs and inputs alike): nothing may nest
+ * inside them.
  */
 bool tier_policy_role_mounts (enum tier_policy_role role);
+
+/* True for an endpoint policy that makes its directory a stage-in input
+ * (stage = in); false for an output directory and every other role. */
+bool tier_policy_is_input (const struct tier_policy *p);
 
 /* Freeze: the policies of in (all layers) that take effect, into out
  * (copies), and every one that does not into refused (an array of

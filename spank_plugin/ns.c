@@ -527,7 +527,8 @@ int tier_mount_ctx_user (struct mount_ctx *m, uid_t uid, gid_t gid,
 bool tier_ns_wanted (void)
 {
     return tier.opts.scratch[0] != '\0' || tier.opts.stage_in[0] != '\0'
-           || tier.binds[0] != '\0' || tier.stage_out[0] != '\0';
+           || tier.binds[0] != '\0' || tier.stage_out[0] != '\0'
+           || tier.policy_in[0] != '\0';
 }
 
 int tier_ns_prolog (const struct tier_conf *conf, uint32_t job_id, uid_t uid,

@@ -31,6 +31,7 @@
 
 #include "lib/conf.h"
 #include "lib/jobns.h"
+#include "lib/paths.h"
 #include "lib/tjson.h"
 #include "keep.h"
 #include "opts.h"
@@ -196,6 +197,10 @@ static int register_job (spank_t sp, tier_error_t *error)
         if (tier_jr_get_str (reply, strlen (reply), "stage_out",
                              tier.policy_out, sizeof (tier.policy_out)) < 0)
             tier.policy_out[0] = '\0';
+        /* the endpoint input directories (stage = in) */
+        if (tier_jr_get_str (reply, strlen (reply), "stage_in",
+                             tier.policy_in, sizeof (tier.policy_in)) < 0)
+            tier.policy_in[0] = '\0';
     }
     {
         bool ok = true;
@@ -246,9 +251,41 @@ static void pattern_ctx (spank_t sp, struct tier_pattern_ctx *ctx,
     ctx->user = user;
 }
 
-/* Expand --tier-stage-in for this task of the job, and have the agent
- * start copying (it does so once per job and node; the prolog may have
- * asked already).  A failure is reported when the tasks start.
+/* The frozen policies' input directories (the agent's ',' list, '\'
+ * escapes) after the n items expanded from --tier-stage-in: verbatim
+ * (a policy's directory has no filename patterns), each once.  Returns
+ * the new count, or -1. */
+static int policy_inputs (int n, tier_error_t *error)
+{
+    char item[PATH_MAX + 64];
+    const char *p = tier.policy_in;
+
+    while ((p = tier_list_next (p, item, sizeof (item)))) {
+        char dir[PATH_MAX];
+        uint64_t size;
+        bool dup = false;
+
+        if (tier_item_split (item, dir, sizeof (dir), &size, NULL, 0) < 0)
+            continue;
+        for (int i = 0; i < n; i++)
+            if (!strcmp (tier.stage_items[i], dir))
+                dup = true;
+        if (dup)
+            continue;
+        if (n == TIER_STAGE_ITEMS_MAX)
+            return tier_errprintf (error, "stage-in: more than %d items "
+                                   "with the endpoint policies' inputs",
+                                   TIER_STAGE_ITEMS_MAX);
+        (void) snprintf (tier.stage_items[n++], PATH_MAX, "%s", dir);
+    }
+    return n;
+}
+
+/* Expand --tier-stage-in for this task of the job, add the frozen
+ * policies' input directories, and have the agent start copying (once
+ * per job, node and item: the prolog may have asked for the option's
+ * items already, the policies' are known from the first step on).  A
+ * failure is reported when the tasks start.
  */
 static void stage_in_start (spank_t sp)
 {
@@ -257,16 +294,20 @@ static void stage_in_start (spank_t sp)
     tier_error_t error;
     uid_t uid;
     gid_t gid;
-    int n;
+    int n = 0;
 
     if (spank_get_item (sp, S_JOB_UID, &uid) != ESPANK_SUCCESS
         || spank_get_item (sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
         return;
     pattern_ctx (sp, &ctx, name, sizeof (name), user, sizeof (user));
-    if ((n = tier_stage_expand (tier.opts.stage_in, &ctx, tier.stage_items,
-                                TIER_STAGE_ITEMS_MAX, &error)) < 0
+    if ((tier.opts.stage_in[0]
+         && (n = tier_stage_expand (tier.opts.stage_in, &ctx,
+                                    tier.stage_items, TIER_STAGE_ITEMS_MAX,
+                                    &error)) < 0)
+        || (n = policy_inputs (n, &error)) < 0
         || tier_stage_start (tier.conf, tier.job_id, uid, gid,
-                             tier.stage_items, n, &error) < 0) {
+                             tier.stage_items, n, &tier.stage_plan,
+                             &error) < 0) {
         (void) snprintf (tier.ns_error, sizeof (tier.ns_error), "%s",
                          error.text);
         tier.stage_n = -1;
@@ -365,7 +406,7 @@ int tier_remote_init_post_opt (spank_t sp)
             slurm_error ("tier: job %u: %s", tier.job_id, error.text);
         }
     }
-    if (tier.ns_ok && tier.opts.stage_in[0])
+    if (tier.ns_ok && (tier.opts.stage_in[0] || tier.policy_in[0]))
         stage_in_start (sp);
     return 0;
 fail:
@@ -525,8 +566,8 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
         (void) spank_get_item (sp, S_TASK_ID, &local);
         /* the node's first task asks slurmctld; the others look for its
          * marker (one RPC per node, not per task) */
-        if (tier_stage_wait (tier.conf, tier.job_id, local == 0,
-                             local == 0 ? gone_ask : gone_marker,
+        if (tier_stage_wait (tier.conf, tier.job_id, tier.stage_plan.parts,
+                             local == 0, local == 0 ? gone_ask : gone_marker,
                              &error) < 0) {
             slurm_error ("tier: %s", error.text);
             return -1;
@@ -547,7 +588,8 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
         if (spank_get_item (sp, S_JOB_UID, &uid) != ESPANK_SUCCESS
             || spank_get_item (sp, S_JOB_GID, &gid) != ESPANK_SUCCESS
             || tier_stage_bind (tier.conf, tier.job_id, uid, gid,
-                                tier.stage_items, tier.stage_n, &error) < 0) {
+                                tier.stage_items, tier.stage_plan.index,
+                                tier.stage_n, &error) < 0) {
             slurm_error ("tier: %s", error.text);
             return -1;
         }

@@ -87,9 +87,42 @@ int tier_stage_expand (const char *list, const struct tier_pattern_ctx *ctx,
     return n;
 }
 
+/* The agent's answer: the stage directory of each item, the parts. */
+static int read_plan (const char *reply, int n, struct tier_stage_plan *plan,
+                      tier_error_t *error)
+{
+    size_t len = strlen (reply), vlen;
+    struct tier_jr_iter it;
+    const char *val, *v;
+    int64_t parts = 1, k;
+    int i = 0;
+
+    for (i = 0; i < n; i++)
+        plan->index[i] = i;             /* an older agent's answer */
+    plan->parts = 1;
+    if (tier_jr_get_raw (reply, len, "index", &val, &vlen) < 0)
+        return 0;
+    if (tier_jr_get_int (reply, len, "parts", &parts) < 0 || parts < 1
+        || parts > TIER_STAGE_ITEMS_MAX
+        || tier_jr_iter_init (&it, val, vlen) < 0)
+        goto bad;
+    for (i = 0; i < n; i++) {
+        if (tier_jr_next (&it, NULL, NULL, &v, &vlen) != 1
+            || tier_jr_value_int (v, vlen, &k) < 0 || k < 0
+            || k >= TIER_STAGE_ITEMS_MAX)
+            goto bad;
+        plan->index[i] = (int) k;
+    }
+    plan->parts = (int) parts;
+    return 0;
+bad:
+    errno = EPROTO;
+    return tier_errprintf (error, "the agent's stage-in plan is not valid");
+}
+
 int tier_stage_start (const struct tier_conf *conf, uint32_t job_id,
                       uid_t uid, gid_t gid, char items[][PATH_MAX], int n,
-                      tier_error_t *error)
+                      struct tier_stage_plan *plan, tier_error_t *error)
 {
     static char body[TIER_STAGE_ITEMS_MAX * (PATH_MAX + 8) + 256];
     struct passwd pw, *pwp = NULL;
@@ -114,6 +147,8 @@ int tier_stage_start (const struct tier_conf *conf, uint32_t job_id,
         return tier_errprintf (error, "stage-in request too large");
     rc = tier_agent_call (conf, body, &reply, (int) conf->agent_timeout_ms,
                           error);
+    if (rc == 0 && plan)
+        rc = read_plan (reply, n, plan, error);
     free (reply);
     return rc;
 }
@@ -127,25 +162,42 @@ static int64_t now_s (void)
 }
 
 int tier_stage_wait (const struct tier_conf *conf, uint32_t job_id,
-                     bool report, bool (*gone) (uint32_t job_id),
+                     int parts, bool report, bool (*gone) (uint32_t job_id),
                      tier_error_t *error)
 {
     int64_t start = now_s (), last = start, checked = start;
     char buf[8192];
 
     for (;;) {
-        char state[32] = "", err[4096] = "";
         uint64_t done = 0, total = 0;
-        size_t len;
+        bool queued = false;
+        int finished = 0;
 
-        if (tier_ns_read (conf->namespace_dir, job_id, "stage.status", buf,
-                          sizeof (buf)) == 0) {
+        /* every part: the first failure fails the job; the progress is
+         * the sum */
+        for (int p = 0; p < parts; p++) {
+            char name[48], state[32] = "", err[4096] = "";
+            uint64_t d = 0, t = 0;
+            bool q = false;
+            size_t len;
+
+            if (p == 0)
+                (void) snprintf (name, sizeof (name), "stage.status");
+            else
+                (void) snprintf (name, sizeof (name), "stage.%d.status", p);
+            if (tier_ns_read (conf->namespace_dir, job_id, name, buf,
+                              sizeof (buf)) < 0)
+                continue;
             len = strlen (buf);
             (void) tier_jr_get_str (buf, len, "state", state, sizeof (state));
-            (void) tier_jr_get_uint (buf, len, "done", &done);
-            (void) tier_jr_get_uint (buf, len, "total", &total);
+            (void) tier_jr_get_uint (buf, len, "done", &d);
+            (void) tier_jr_get_uint (buf, len, "total", &t);
+            (void) tier_jr_get_bool (buf, len, "queued", &q);
+            done += d;
+            total += t;
+            queued = queued || q;
             if (!strcmp (state, "done"))
-                return 0;
+                finished++;
             if (!strcmp (state, "failed")) {
                 (void) tier_jr_get_str (buf, len, "error", err, sizeof (err));
                 errno = EIO;
@@ -153,6 +205,8 @@ int tier_stage_wait (const struct tier_conf *conf, uint32_t job_id,
                                        err[0] ? err : "unknown error");
             }
         }
+        if (finished == parts)
+            return 0;
         /* a task waiting here may not get scancel's signal: ask */
         if (gone && now_s () - checked >= 3) {
             checked = now_s ();
@@ -172,7 +226,9 @@ int tier_stage_wait (const struct tier_conf *conf, uint32_t job_id,
         if (report && now_s () - last >= 10) {
             char a[32], b[32];
             last = now_s ();
-            slurm_spank_log ("tier: staging in: %s of %s (%.0f%%), %llds",
+            /* queued: the node's GFS streams are all in use (GfsStreams) */
+            slurm_spank_log ("tier: staging in: %s%s of %s (%.0f%%), %llds",
+                             queued ? "queued for a GFS stream, " : "",
                              tier_size_format (done, a, sizeof (a)),
                              tier_size_format (total, b, sizeof (b)),
                              total ? 100.0 * (double) done / (double) total
@@ -190,8 +246,8 @@ int tier_stage_wait (const struct tier_conf *conf, uint32_t job_id,
  * staged copy read-only over its GFS path, once per job and node.
  */
 int tier_stage_bind (const struct tier_conf *conf, uint32_t job_id,
-                     uid_t uid, gid_t gid, char items[][PATH_MAX], int n,
-                     tier_error_t *error)
+                     uid_t uid, gid_t gid, char items[][PATH_MAX],
+                     const int *index, int n, tier_error_t *error)
 {
     struct mount_ctx m = { .conf = conf, .job_id = job_id };
     int lockfd, rc = 0;
@@ -219,10 +275,10 @@ int tier_stage_bind (const struct tier_conf *conf, uint32_t job_id,
         base = strrchr (target, '/') + 1;
         /* the copy: a file named like the input, or the tree's root */
         (void) snprintf (src, sizeof (src), "%s/%u/stage/%d/%s",
-                         conf->nvdimm_dir, job_id, k, base);
+                         conf->nvdimm_dir, job_id, index[k], base);
         if (!is_url && (lstat (src, &st) < 0 || !S_ISREG (st.st_mode))) {
             (void) snprintf (src, sizeof (src), "%s/%u/stage/%d",
-                             conf->nvdimm_dir, job_id, k);
+                             conf->nvdimm_dir, job_id, index[k]);
             is_dir = true;
         }
         if ((sfd = open (src, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0) {

@@ -20,25 +20,38 @@
 int tier_stage_expand (const char *list, const struct tier_pattern_ctx *ctx,
                        char items[][PATH_MAX], int max, tier_error_t *error);
 
-/* Ask the node's agent to copy the items (it does so once per job). */
+/* Where the agent stages a job's items on the node: the copy of
+ * items[i] is in NvdimmDir/JOBID/stage/index[i]/, and the job's stage-in
+ * has parts parts to wait for (the items of the first request -- the
+ * prolog's or the first step's --, then each later request that added
+ * some: the endpoint policies' inputs, known from the first step on). */
+struct tier_stage_plan {
+    int index[TIER_STAGE_ITEMS_MAX];
+    int parts;
+};
+
+/* Ask the node's agent to copy the items (once per job and item: what a
+ * request adds is staged as another part); plan (may be NULL) gets its
+ * answer. */
 int tier_stage_start (const struct tier_conf *conf, uint32_t job_id,
                       uid_t uid, gid_t gid, char items[][PATH_MAX], int n,
-                      tier_error_t *error);
+                      struct tier_stage_plan *plan, tier_error_t *error);
 
-/* Wait until the copies are done (progress every 10 s when report), up to
- * StageInTimeout, or until gone(job_id) says the job was cancelled (asked
- * every 3 s).  -1 with the failure (naming the path) otherwise.
+/* Wait until the copies of every part are done (progress every 10 s when
+ * report), up to StageInTimeout, or until gone(job_id) says the job was
+ * cancelled (asked every 3 s).  -1 with the failure (naming the path)
+ * otherwise.
  */
 int tier_stage_wait (const struct tier_conf *conf, uint32_t job_id,
-                     bool report, bool (*gone) (uint32_t job_id),
+                     int parts, bool report, bool (*gone) (uint32_t job_id),
                      tier_error_t *error);
 
 /* Bind the copies read-only over their paths, once per job and node (the
  * caller is in the job's namespace).
  */
 int tier_stage_bind (const struct tier_conf *conf, uint32_t job_id,
-                     uid_t uid, gid_t gid, char items[][PATH_MAX], int n,
-                     tier_error_t *error);
+                     uid_t uid, gid_t gid, char items[][PATH_MAX],
+                     const int *index, int n, tier_error_t *error);
 
 /* Stage-out: the list of the job's output directories on this node --
  * the --tier-stage-out items expanded for this job (DIR or DIR=URL, the

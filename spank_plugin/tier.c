@@ -430,7 +430,8 @@ static void prolog_stage_in (const struct tier_conf *conf, uint32_t job_id,
     ctx.user = user;
     if ((n = tier_stage_expand (tier.opts.stage_in, &ctx, items,
                                 TIER_STAGE_ITEMS_MAX, &error)) < 0
-        || tier_stage_start (conf, job_id, uid, gid, items, n, &error) < 0)
+        || tier_stage_start (conf, job_id, uid, gid, items, n, NULL,
+                             &error) < 0)
         slurm_error ("tier: prolog of job %u: stage-in: %s", job_id,
                      error.text);
 }

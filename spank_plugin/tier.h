@@ -13,6 +13,7 @@
 #include "lib/conf.h"
 #include "args.h"
 #include "opts.h"
+#include "stage.h"
 
 struct tier_plugin {
     struct tier_args args;      /* from plugstack.conf */
@@ -38,8 +39,10 @@ struct tier_plugin {
                                  * did not answer this one */
     int scratch_denied;         /* the agent refused the reservation */
     int batch_status;           /* batch script: 1 failed, 0 ok */
-    int stage_n;                /* --tier-stage-in items, expanded */
+    int stage_n;                /* --tier-stage-in items, expanded, then
+                                 * the policies' input directories */
     char stage_items[64][PATH_MAX];
+    struct tier_stage_plan stage_plan;  /* where the agent copies them */
     int stage_started;          /* the agent was asked to copy them */
     char refused[2048];         /* job options the policies refused */
     char batch_dirs[TIER_OPT_VALUE_MAX];  /* "D1:D2:!D3" for the
@@ -50,6 +53,8 @@ struct tier_plugin {
     char bind_error[1024];      /* why a mirror was not bound */
     uint32_t restart;           /* the job's restart count */
     char policy_out[TIER_OPT_VALUE_MAX];  /* endpoint dirs (agent's reply) */
+    char policy_in[TIER_OPT_VALUE_MAX];   /* endpoint input dirs (stage =
+                                           * in; agent's reply) */
     char stage_out[TIER_OPT_VALUE_MAX];   /* this job's output directories:
                                            * expanded options + policies */
     char ns_error[600];         /* why not */

@@ -24,6 +24,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -69,6 +70,13 @@ struct node {
 struct handle {
     int fd;
     struct stats_entry *st;     /* counters of the path it was opened as */
+    bool reader, writer;        /* counted in the open-handle gauges */
+};
+
+/* A gauge of open handles and its peak (since the last reset). */
+struct gauge {
+    uint64_t now;               /* atomic */
+    uint64_t peak;              /* atomic */
 };
 
 /* An open directory. */
@@ -126,7 +134,54 @@ struct gfsemu {
     uint64_t latency_wait_ns;   /* atomic */
     uint64_t resets;            /* atomic */
     uint64_t start_ns;
+    struct gauge readers;       /* files open for reading */
+    struct gauge writers;       /* files open for writing */
 };
+
+static void gauge_up (struct gauge *g)
+{
+    uint64_t n = __atomic_add_fetch (&g->now, 1, __ATOMIC_RELAXED);
+    uint64_t peak = __atomic_load_n (&g->peak, __ATOMIC_RELAXED);
+
+    while (n > peak && !__atomic_compare_exchange_n (&g->peak, &peak, n,
+                                                     false, __ATOMIC_RELAXED,
+                                                     __ATOMIC_RELAXED))
+        ;
+}
+
+static void gauge_down (struct gauge *g)
+{
+    __atomic_sub_fetch (&g->now, 1, __ATOMIC_RELAXED);
+}
+
+/* A reset starts the peak again from what is open now. */
+static void gauge_reset (struct gauge *g)
+{
+    __atomic_store_n (&g->peak, __atomic_load_n (&g->now, __ATOMIC_RELAXED),
+                      __ATOMIC_RELAXED);
+}
+
+/* Count a new handle by its access mode. */
+static void handle_count (struct gfsemu *gx, struct handle *h, int flags)
+{
+    int acc = flags & O_ACCMODE;
+
+    h->reader = acc == O_RDONLY || acc == O_RDWR;
+    h->writer = acc == O_WRONLY || acc == O_RDWR;
+    if (h->reader)
+        gauge_up (&gx->readers);
+    if (h->writer)
+        gauge_up (&gx->writers);
+}
+
+static void handle_uncount (struct gfsemu *gx, struct handle *h)
+{
+    if (h->reader)
+        gauge_down (&gx->readers);
+    if (h->writer)
+        gauge_down (&gx->writers);
+    h->reader = h->writer = false;
+}
 
 static pthread_key_t buf_key;
 
@@ -475,6 +530,14 @@ static void format_stats (struct gfsemu *gx, FILE *f)
     fprintf (f, "throttle.delayed_ops %" PRIu64 "\n", ts.delayed_ops);
     fprintf (f, "throttle.wait_ns %" PRIu64 "\n", ts.wait_ns);
     fprintf (f, "throttle.stall_ns %" PRIu64 "\n", ts.stall_ns);
+    fprintf (f, "open.readers %" PRIu64 "\n",
+             __atomic_load_n (&gx->readers.now, __ATOMIC_RELAXED));
+    fprintf (f, "open.readers_peak %" PRIu64 "\n",
+             __atomic_load_n (&gx->readers.peak, __ATOMIC_RELAXED));
+    fprintf (f, "open.writers %" PRIu64 "\n",
+             __atomic_load_n (&gx->writers.now, __ATOMIC_RELAXED));
+    fprintf (f, "open.writers_peak %" PRIu64 "\n",
+             __atomic_load_n (&gx->writers.peak, __ATOMIC_RELAXED));
     stats_format (gx->stats, f);
 }
 
@@ -484,6 +547,8 @@ static void reset_stats (struct gfsemu *gx)
     throttle_reset (&gx->throttle);
     __atomic_store_n (&gx->latency_ops, 0, __ATOMIC_RELAXED);
     __atomic_store_n (&gx->latency_wait_ns, 0, __ATOMIC_RELAXED);
+    gauge_reset (&gx->readers);
+    gauge_reset (&gx->writers);
     __atomic_fetch_add (&gx->resets, 1, __ATOMIC_RELAXED);
 }
 
@@ -1054,13 +1119,15 @@ static void gfs_link (fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
     reply_entry (gx, req, &ep, nn);
 }
 
-static void open_reply (fuse_req_t req, struct fuse_file_info *fi,
-                        struct handle *h)
+static void open_reply (struct gfsemu *gx, fuse_req_t req,
+                        struct fuse_file_info *fi, struct handle *h)
 {
     fi->fh = (uint64_t)(uintptr_t)h;
     fi->keep_cache = 0;     /* every open reads the backing file again */
     fi->direct_io = 0;      /* direct_io breaks shared mmap */
+    handle_count (gx, h, fi->flags);
     if (fuse_reply_open (req, fi) == -ENOENT) {
+        handle_uncount (gx, h);
         close (h->fd);
         free (h);
     }
@@ -1105,7 +1172,7 @@ static void gfs_open (fuse_req_t req, fuse_ino_t ino,
     }
     h->fd = fd;
     h->st = e;
-    open_reply (req, fi, h);
+    open_reply (gx, req, fi, h);
 }
 
 static void gfs_create (fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -1157,7 +1224,9 @@ static void gfs_create (fuse_req_t req, fuse_ino_t parent, const char *name,
     fi->fh = (uint64_t)(uintptr_t)h;
     fi->keep_cache = 0;
     fi->direct_io = 0;
+    handle_count (gx, h, fi->flags);
     if (fuse_reply_create (req, &ep, fi) == -ENOENT) {
+        handle_uncount (gx, h);
         close (h->fd);
         free (h);
         node_forget (gx, n, 1);
@@ -1268,6 +1337,7 @@ static void gfs_release (fuse_req_t req, fuse_ino_t ino,
     else {
         struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
+        handle_uncount (gx, h);         /* first: the close is done */
         stats_add (gx->stats, h->st, STATS_RELEASE, 1);
         close (h->fd);
         free (h);

@@ -127,5 +127,58 @@ test_expect_success 'without PrologFlags=Alloc, a node stages when the job reach
     test ! -e $CLUSTER/run/ns/n2/$id/stage.status &&
     wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED && grep -q done $OUT/na.out
 '
+# An endpoint policy with stage = in makes its directory an input of every
+# job that follows it: the tree is staged in (from the first step on: the
+# prolog does not know the policies yet, so here, with an option's input
+# the prolog started, it is a second part) and shown read-only at its GFS
+# path, a snapshot.
+cat >"$H/pol.sh" <<'EOF2'
+#!/bin/bash
+H=$1; O=$H/out
+cat $H/pin/a $H/pin/sub/b > $O/pin-read
+sha256sum < $H/in/q1.txt | cut -d" " -f1 > $O/pin-q1
+{ echo x > $H/pin/a; } 2> $O/pin-w1
+{ touch $H/pin/new; } 2> $O/pin-w2
+touch $O/pin-ready
+while [ ! -e $O/pin-changed ]; do sleep 0.2; done
+cat $H/pin/a $H/pin/sub/b > $O/pin-reread
+ls $H/pin > $O/pin-ls
+EOF2
+chmod 755 "$H/pol.sh"; chown alice "$H/pol.sh"
+test_expect_success 'an endpoint policy with stage = in: its tree is staged in, a read-only snapshot, read once' '
+    as_user alice mkdir -p $H/pin/sub &&
+    as_user alice sh -c "echo one > $H/pin/a; echo two > $H/pin/sub/b" &&
+    (cd $H && as_user alice $TIERCTL -N n1 set policy $H/pin endpoint --stage in) &&
+    (cd $H && as_user alice $TIERCTL -N n1 show policy --json $H/pin/a) >$TRASH/pin.json &&
+    grep -q "\"stage\": *\"in\"" $TRASH/pin.json &&
+    q1=$(sha256sum < $H/in/q1.txt | cut -d" " -f1) &&
+    gfsemu_reset "$GFS" &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-cache=auto \
+        --tier-stage-in=$H/in/q1.txt -o $OUT/pin.out -e $OUT/pin.err "$H/pol.sh" "$H") &&
+    wait_for 60 test -e $OUT/pin-ready &&
+    as_user alice sh -c "echo changed > $H/pin/a; echo new > $H/pin/c" &&
+    touch $OUT/pin-changed &&
+    wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED &&
+    cat $OUT/pin.err $OUT/pin-w1 $OUT/pin-w2 &&
+    test "$(cat $OUT/pin-read)" = "$(printf "one\ntwo")" &&
+    test "$(cat $OUT/pin-reread)" = "$(printf "one\ntwo")" &&
+    test "$(cat $OUT/pin-q1)" = "$q1" &&
+    grep -q "Read-only file system" $OUT/pin-w1 &&
+    grep -q "Read-only file system" $OUT/pin-w2 &&
+    test "$(cat $OUT/pin-ls | tr "\n" " ")" = "a sub " &&
+    test "$(gfsemu_stat "$GFS" home/alice/pin/a read_bytes)" = 4 &&
+    test "$(gfsemu_stat "$GFS" home/alice/pin/sub/b read_bytes)" = 4 &&
+    grep -q "job $id: staging in 1 item(s)$" $CLUSTER/log/tierd-n1.log &&
+    grep -q "job $id: staging in 1 item(s) more" $CLUSTER/log/tierd-n1.log &&
+    (cd $H && as_user alice $TIERCTL -N n1 unset policy $H/pin)
+'
+test_expect_success 'an input policy inside a pipeline directory is refused when it is set' '
+    (cd $H && as_user alice $TIERCTL -N n1 set policy $H/pipe pipeline) &&
+    (cd $H && ! as_user alice $TIERCTL -N n1 set policy $H/pipe/in endpoint --stage in) 2>$TRASH/nest.err &&
+    cat $TRASH/nest.err && grep -q "nothing may nest inside a pipeline directory" $TRASH/nest.err &&
+    (cd $H && ! as_user alice $TIERCTL -N n1 set policy $H/pin batch --stage in) 2>$TRASH/role.err &&
+    grep -q "key .stage.: does not apply to role batch" $TRASH/role.err &&
+    (cd $H && as_user alice $TIERCTL -N n1 unset policy $H/pipe)
+'
 test_expect_success 'no node was drained' 'no_drain'
 test_done

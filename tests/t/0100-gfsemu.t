@@ -145,6 +145,45 @@ test_expect_success 'a 10 MiB file read twice through two opens counts 20 MiB' '
     test "$(gfsemu_value "$M" total.write_bytes)" = 0
 '
 
+# Open handles: a gauge of the files open for reading (and for writing)
+# and its peak since the last reset.  RELEASE is asynchronous (the kernel
+# sends it after the last close), so the gauge falls shortly after.
+gauge_is () {
+    test "$(gfsemu_value "$M" "open.$1")" = "$2"
+}
+test_expect_success 'a gauge counts open read and write handles, with its peak' '
+    gfsemu_reset "$M" &&
+    test "$(gfsemu_value "$M" open.readers)" = 0 &&
+    test "$(gfsemu_value "$M" open.readers_peak)" = 0 &&
+    test "$(gfsemu_value "$M" open.writers_peak)" = 0 &&
+    exec 7<"$M/data/f10" 8<"$M/data/f5a" 9<"$M/data/small" &&
+    test "$(gfsemu_value "$M" open.readers)" = 3 &&
+    test "$(gfsemu_value "$M" open.writers)" = 0 &&
+    exec 7<&- 8<&- &&
+    wait_for 10 gauge_is readers 1 &&
+    exec 6>"$M/data/gauge" 5<>"$M/data/small" &&
+    test "$(gfsemu_value "$M" open.readers)" = 2 &&
+    test "$(gfsemu_value "$M" open.writers)" = 2 &&
+    exec 9<&- 6>&- 5<&- &&
+    wait_for 10 gauge_is readers 0 &&
+    wait_for 10 gauge_is writers 0 &&
+    test "$(gfsemu_value "$M" open.readers_peak)" = 3 &&
+    test "$(gfsemu_value "$M" open.writers_peak)" = 2 &&
+    gfsemu_reset "$M" &&
+    test "$(gfsemu_value "$M" open.readers_peak)" = 0 &&
+    rm -f "$B/data/gauge"
+'
+
+test_expect_success 'the peak is of handles open at once: N readers one after another peak at 1' '
+    gfsemu_reset "$M" &&
+    for i in 1 2 3 4 5; do
+        cat "$M/data/small" >/dev/null &&
+        wait_for 10 gauge_is readers 0 || exit 1
+    done &&
+    test "$(gfsemu_stat "$M" data/small open)" = 5 &&
+    test "$(gfsemu_value "$M" open.readers_peak)" = 1
+'
+
 test_expect_success 'N stat calls count N lookups and N getattrs' '
     gfsemu_reset "$M" &&
     stat_n 25 "$M/data/small" &&

@@ -172,11 +172,47 @@ static void test_endpoint_batch_shadowed (void **state)
     assert_int_equal (policy_job_batch (&agent, &job, out, sizeof (out)), -1);
 }
 
+/* Endpoint inputs (stage = in) and outputs go to different lists; the
+ * entry that decides a directory decides which. */
+static void test_inputs (void **state)
+{
+    struct store_job job;
+    char out[4096];
+
+    job = frozen (21, NULL,
+                  DOC ("\"/gfs/in\":{\"role\":\"endpoint\",\"stage\":\"in\"},"
+                       "\"/gfs/a,b\":{\"role\":\"endpoint\",\"stage\":\"in\"},"
+                       "\"/gfs/res\":{\"role\":\"endpoint\"}"), NULL);
+    assert_int_equal (policy_job_inputs (&agent, &job, out, sizeof (out)), 0);
+    assert_true (!strcmp (out, "/gfs/in,/gfs/a\\,b")
+                 || !strcmp (out, "/gfs/a\\,b,/gfs/in"));
+    assert_int_equal (policy_job_endpoint (&agent, &job, out, sizeof (out)),
+                      0);
+    assert_string_equal (out, "/gfs/res");
+    /* --tier-stage-out over a user's input: an output for this job */
+    job = frozen (22, NULL,
+                  DOC ("\"/gfs/in\":{\"role\":\"endpoint\",\"stage\":\"in\"}"),
+                  "{\"stage_out\":\"/gfs/in\"}");
+    assert_int_equal (policy_job_inputs (&agent, &job, out, sizeof (out)), 0);
+    assert_string_equal (out, "");
+    assert_int_equal (policy_job_endpoint (&agent, &job, out, sizeof (out)),
+                      0);
+    assert_string_equal (out, "/gfs/in");
+    /* a user's 'none' over a site input: nothing */
+    job = frozen (23, DOC ("\"/gfs/in\":{\"role\":\"endpoint\",\"stage\":\"in\"}"),
+                  DOC ("\"/gfs/in\":{\"role\":\"none\"}"), NULL);
+    assert_int_equal (policy_job_inputs (&agent, &job, out, sizeof (out)), 0);
+    assert_string_equal (out, "");
+    job.job_id = 98;
+    assert_int_equal (policy_job_inputs (&agent, &job, out, sizeof (out)), -1);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (test_pipeline_shadowed),
         cmocka_unit_test (test_endpoint_batch_shadowed),
+        cmocka_unit_test (test_inputs),
     };
 
     cmocka_set_message_output (CM_OUTPUT_TAP);

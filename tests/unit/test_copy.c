@@ -42,6 +42,7 @@
 static int wrap_cfr_errno;              /* copy_file_range fails with it */
 static int wrap_cfr_zero;               /* copy_file_range returns 0 */
 static int wrap_sendfile_errno;
+static size_t wrap_sendfile_short;      /* sendfile moves at most this */
 static int wrap_renameat2_errno;
 static int wrap_fsync_errno;            /* the next fsync fails with it */
 static atomic_int wrap_delay_us;        /* copy_file_range sleeps */
@@ -91,6 +92,8 @@ ssize_t __wrap_sendfile (int out, int in, off_t *off, size_t n)
         errno = wrap_sendfile_errno;
         return -1;
     }
+    if (wrap_sendfile_short && n > wrap_sendfile_short)
+        n = wrap_sendfile_short;
     return __real_sendfile (out, in, off, n);
 }
 
@@ -117,6 +120,7 @@ int __wrap_fsync (int fd)
 static void wrap_reset (void)
 {
     wrap_cfr_errno = wrap_cfr_zero = wrap_sendfile_errno = 0;
+    wrap_sendfile_short = 0;
     wrap_renameat2_errno = wrap_fsync_errno = 0;
     atomic_store (&wrap_delay_us, 0);
     atomic_store (&inflight, 0);
@@ -910,6 +914,110 @@ static void test_limit (void **state)
     assert_int_equal (tier_copy_limit_take (NULL, 1, NULL), 0);
 }
 
+/* The limit's own accounting: every take counted, the waits computed
+ * from the bucket; moving X bytes at R with burst C stalls at least
+ * (X - C) / R (here nothing else takes time: the takes are back to back)
+ * and at most delayed_bytes / R (+1 ns per take). */
+static void test_limit_stats (void **state)
+{
+    struct tier_copy_limit *lim;
+    struct tier_copy_limit_stats st;
+    const uint64_t rate = 16 * MiB, burst = 256 * KiB, x = 4 * MiB;
+    double lo, hi;
+
+    assert_non_null ((lim = tier_copy_limit_create (rate, burst)));
+    for (uint64_t done = 0; done < x; done += 512 * KiB)
+        assert_int_equal (tier_copy_limit_take (lim, 512 * KiB, NULL), 0);
+    tier_copy_limit_stats (lim, &st);
+    assert_int_equal (st.bytes, x);
+    assert_int_equal (st.ops, 8);
+    assert_int_equal (st.rate, rate);
+    assert_int_equal (st.burst, burst);
+    assert_true (st.delayed_ops >= 7 && st.delayed_ops <= 8);
+    assert_true (st.delayed_bytes >= x - 512 * KiB && st.delayed_bytes <= x);
+    lo = (double) (x - burst) * 1e9 / (double) rate * 0.9;
+    hi = (double) st.delayed_bytes * 1e9 / (double) rate
+         + (double) st.delayed_ops;
+    assert_true ((double) st.stall_ns >= lo);
+    assert_true ((double) st.stall_ns <= hi);
+    assert_true (st.wait_ns >= st.stall_ns);
+    /* unlimited: still counted, never delayed */
+    tier_copy_limit_set (lim, 0, 0);
+    assert_int_equal (tier_copy_limit_take (lim, 1ull << 40, NULL), 0);
+    tier_copy_limit_stats (lim, &st);
+    assert_int_equal (st.bytes, x + (1ull << 40));
+    assert_int_equal (st.ops, 9);
+    assert_int_equal (st.rate, 0);
+    tier_copy_limit_destroy (lim);
+    tier_copy_limit_stats (NULL, &st);
+    assert_int_equal (st.bytes, 0);
+}
+
+/* A copy is charged what it moves, however its transfers are cut
+ * (short sendfiles, a fallback from copy_file_range). */
+static void test_limit_charge (void **state)
+{
+    char src[PATH_MAX], dir[PATH_MAX];
+    struct tier_copy_opts opts = { .chunk_size = 256 * KiB,
+                                   .methods = TIER_COPY_SENDFILE
+                                              | TIER_COPY_RW };
+    struct tier_copy_limit *big = tier_copy_limit_create (1ull << 40, 0);
+    struct tier_copy_limit_stats st;
+    tier_error_t error;
+
+    mkdir_p (pathf (dir, "%s/limitcharge", root), 0755);
+    pathf (src, "%s/limitcharge.src", root);
+    make_file (src, 1 * MiB + 4321, 0644, 91);
+    opts.limit = big;
+    wrap_sendfile_short = 1000;         /* every sendfile moves 1000 B */
+    assert_int_equal (copy_path (src, dir, "s", &opts, NULL, &error), 0);
+    wrap_sendfile_short = 0;
+    wrap_cfr_errno = EXDEV;             /* falls back at once */
+    opts.methods = 0;
+    assert_int_equal (copy_path (src, dir, "t", &opts, NULL, &error), 0);
+    wrap_cfr_errno = 0;
+    tier_copy_limit_stats (big, &st);
+    assert_int_equal (st.bytes, 2 * (1 * MiB + 4321));
+    tier_copy_limit_destroy (big);
+}
+
+/* A shared limit is one bucket for the processes forked after it was
+ * made: two children moving 2 MiB each at 8 MiB/s are held back as one
+ * stream of 4 MiB (at least (4 MiB - burst) / R of stall), and the
+ * parent sees their accounting. */
+static void test_limit_shared (void **state)
+{
+    struct tier_copy_limit *lim;
+    struct tier_copy_limit_stats st;
+    const uint64_t rate = 8 * MiB, burst = 128 * KiB;
+    pid_t pids[2];
+    int status;
+
+    assert_non_null ((lim = tier_copy_limit_create_shared (rate, burst)));
+    for (int i = 0; i < 2; i++) {
+        assert_true ((pids[i] = fork ()) >= 0);
+        if (pids[i] == 0) {
+            for (int k = 0; k < 16; k++)
+                if (tier_copy_limit_take (lim, 128 * KiB, NULL) < 0)
+                    _exit (1);
+            _exit (0);
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal (waitpid (pids[i], &status, 0), pids[i]);
+        assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+    }
+    tier_copy_limit_stats (lim, &st);
+    assert_int_equal (st.bytes, 4 * MiB);
+    assert_int_equal (st.ops, 32);
+    assert_true ((double) st.stall_ns
+                 >= (double) (4 * MiB - burst) * 1e9 / (double) rate * 0.9);
+    assert_true ((double) st.stall_ns
+                 <= (double) st.delayed_bytes * 1e9 / (double) rate
+                    + (double) st.delayed_ops);
+    tier_copy_limit_destroy (lim);
+}
+
 static void test_bad_args (void **state)
 {
     static const char *bad[] = { "", ".", "..", "a/b", "/x" };
@@ -1418,6 +1526,9 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_noreplace, setup, teardown),
         cmocka_unit_test_setup_teardown (test_fsync_fails, setup, teardown),
         cmocka_unit_test_setup_teardown (test_limit, setup, teardown),
+        cmocka_unit_test (test_limit_stats),
+        cmocka_unit_test (test_limit_shared),
+        cmocka_unit_test_setup_teardown (test_limit_charge, setup, teardown),
         cmocka_unit_test_setup_teardown (test_bad_args, setup, teardown),
         cmocka_unit_test (test_temp_name),
         cmocka_unit_test_setup_teardown (test_enospc, setup, teardown),

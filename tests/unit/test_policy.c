@@ -411,6 +411,139 @@ static void test_freeze (void **state)
     tier_policy_set_destroy (in);
 }
 
+/* stage = in: an endpoint directory that is an input (staged in as a
+ * read-only snapshot), not an output; endpoint only; its own nesting is
+ * that of every endpoint directory: nothing inside it, and it inside
+ * nothing that mounts (pipeline, output) -- refused, lower layer giving
+ * way, in one layer the inner one. */
+static void test_stage (void **state)
+{
+    const char *allowed[] = { "/gfs" };
+    struct tier_policy_roots roots = { allowed, 1, NULL, 0 };
+    struct tier_policy_set *set, *out;
+    const struct tier_policy *p;
+    struct tier_policy q;
+    tier_error_t error;
+    json_t *refused, *e;
+    char *text;
+
+    set = parsed (P ("\"/gfs/in\":{\"role\":\"endpoint\",\"stage\":\"in\"},"
+                     "\"/gfs/out\":{\"role\":\"endpoint\"},"
+                     "\"/gfs/out2\":{\"role\":\"endpoint\","
+                     "\"stage\":\"out\"}"), TIER_LAYER_USER);
+    assert_non_null (p = tier_policy_find (set, "/gfs/in", TIER_LAYER_USER));
+    assert_int_equal (p->stage, TIER_PSTAGE_IN);
+    assert_true (tier_policy_is_input (p));
+    assert_false (tier_policy_is_input (tier_policy_find (set, "/gfs/out",
+                                                          TIER_LAYER_USER)));
+    assert_false (tier_policy_is_input (tier_policy_find (set, "/gfs/out2",
+                                                          TIER_LAYER_USER)));
+    assert_false (tier_policy_is_input (NULL));
+    assert_string_equal (tier_policy_stage_name (TIER_PSTAGE_IN), "in");
+    assert_null (tier_policy_stage_name ((enum tier_policy_stage) 7));
+    /* effective: an output unless it says so; an input lives on nvdimm */
+    e = tier_policy_effective_json (p);
+    assert_string_equal (json_string_value (json_object_get (e, "stage")),
+                         "in");
+    assert_string_equal (json_string_value (json_object_get (e, "tier")),
+                         "nvdimm");
+    json_decref (e);
+    e = tier_policy_effective_json (tier_policy_find (set, "/gfs/out",
+                                                      TIER_LAYER_USER));
+    assert_string_equal (json_string_value (json_object_get (e, "stage")),
+                         "out");
+    assert_string_equal (json_string_value (json_object_get (e, "tier")),
+                         "bb");
+    json_decref (e);
+    /* the document keeps it */
+    assert_non_null (text = tier_policy_dump (set, TIER_LAYER_USER));
+    assert_non_null (strstr (text, "\"stage\": \"in\""));
+    free (text);
+    tier_policy_set_destroy (set);
+
+    /* errors: another role, a bad value, what an input cannot have */
+    assert_int_equal (tier_policy_init (&q, "/gfs/x", TIER_POLICY_BATCH,
+                                        TIER_LAYER_USER, "command line",
+                                        &error), 0);
+    assert_int_equal (tier_policy_set_attr (&q, "stage", "in", &error), 0);
+    assert_int_equal (tier_policy_validate (&q, &error), -1);
+    assert_non_null (strstr (error.text, "key 'stage': does not apply to "
+                             "role batch (only to endpoint)"));
+    tier_policy_clear (&q);
+    assert_int_equal (tier_policy_init (&q, "/gfs/x", TIER_POLICY_ENDPOINT,
+                                        TIER_LAYER_USER, "command line",
+                                        &error), 0);
+    assert_int_equal (tier_policy_set_attr (&q, "stage", "sideways", &error),
+                      -1);
+    assert_non_null (strstr (error.text, "key 'stage'"));
+    assert_int_equal (tier_policy_set_attr (&q, "stage", "in", &error), 0);
+    assert_int_equal (tier_policy_validate (&q, &error), 0);
+    assert_int_equal (tier_policy_set_attr (&q, "window", "64M", &error), 0);
+    assert_int_equal (tier_policy_validate (&q, &error), -1);
+    assert_non_null (strstr (error.text, "key 'window': does not apply to an "
+                             "input directory"));
+    tier_policy_clear (&q);
+    assert_int_equal (tier_policy_init (&q, "/gfs/x", TIER_POLICY_ENDPOINT,
+                                        TIER_LAYER_USER, "command line",
+                                        &error), 0);
+    assert_int_equal (tier_policy_set_attr (&q, "stage", "in", &error), 0);
+    assert_int_equal (tier_policy_set_attr (&q, "tier", "bb", &error), 0);
+    assert_int_equal (tier_policy_validate (&q, &error), -1);
+    assert_non_null (strstr (error.text, "key 'tier': inputs are staged to "
+                             "the node's NVDIMM tier"));
+    assert_int_equal (tier_policy_set_attr (&q, "tier", "nvdimm", &error),
+                      0);
+    assert_int_equal (tier_policy_validate (&q, &error), 0);
+    tier_policy_clear (&q);
+
+    /* nesting */
+    set = tier_policy_set_create ();
+    out = tier_policy_set_create ();
+    refused = json_array ();
+    add (set, P ("\"/gfs/pipe\":{\"role\":\"pipeline\"},"
+                 "\"/gfs/pipe/in\":{\"role\":\"endpoint\",\"stage\":\"in\"},"
+                 "\"/gfs/res\":{\"role\":\"endpoint\"},"
+                 "\"/gfs/res/in\":{\"role\":\"endpoint\",\"stage\":\"in\"},"
+                 "\"/gfs/data\":{\"role\":\"endpoint\",\"stage\":\"in\"},"
+                 "\"/gfs/data/tmp\":{\"role\":\"pipeline\"},"
+                 "\"/gfs/data/out\":{\"role\":\"endpoint\"},"
+                 "\"/gfs/data/skip\":{\"role\":\"none\"},"
+                 "\"/gfs/db\":{\"role\":\"batch\"},"
+                 "\"/gfs/db/in\":{\"role\":\"endpoint\",\"stage\":\"in\"}"),
+         TIER_LAYER_USER);
+    /* a job's output directory over a user's input gives way the other
+     * way round: the higher layer wins */
+    add (set, P ("\"/gfs/data2/res\":{\"role\":\"endpoint\"}"),
+         TIER_LAYER_JOB);
+    add (set, P ("\"/gfs/data2\":{\"role\":\"endpoint\",\"stage\":\"in\"}"),
+         TIER_LAYER_USER);
+    assert_int_equal (tier_policy_freeze (set, &roots, out, refused, &error),
+                      0);
+    assert_true (refused_has (refused, "/gfs/pipe/in", "user",
+                              "lies inside the pipeline directory /gfs/pipe"));
+    assert_true (refused_has (refused, "/gfs/res/in", "user",
+                              "lies inside the endpoint directory /gfs/res"));
+    assert_true (refused_has (refused, "/gfs/data/tmp", "user",
+                              "lies inside the endpoint directory "
+                              "/gfs/data"));
+    assert_true (refused_has (refused, "/gfs/data/out", "user",
+                              "lies inside the endpoint directory "
+                              "/gfs/data"));
+    assert_true (refused_has (refused, "/gfs/data/skip", "user",
+                              "lies inside the endpoint directory"));
+    assert_true (refused_has (refused, "/gfs/data2", "user",
+                              "would contain /gfs/data2/res (job layer"));
+    /* inside a batch tree it only changes resolution */
+    assert_non_null (p = tier_policy_find (out, "/gfs/db/in",
+                                           TIER_LAYER_USER));
+    assert_true (tier_policy_is_input (p));
+    assert_non_null (tier_policy_find (out, "/gfs/data", TIER_LAYER_USER));
+    assert_int_equal ((int) json_array_size (refused), 6);
+    json_decref (refused);
+    tier_policy_set_destroy (out);
+    tier_policy_set_destroy (set);
+}
+
 static void test_roundtrip (void **state)
 {
     struct tier_policy_set *set = parsed (doc, TIER_LAYER_USER);
@@ -642,6 +775,7 @@ int main (void)
         cmocka_unit_test (test_fmt),
         cmocka_unit_test (test_resolve),
         cmocka_unit_test (test_freeze),
+        cmocka_unit_test (test_stage),
         cmocka_unit_test (test_roundtrip),
         cmocka_unit_test (test_options),
         cmocka_unit_test (test_effective),
