@@ -923,6 +923,10 @@ static void migrate_one (struct migrator *m, struct mfile *f)
         return;
     }
     opts.limit = streams_worker_limit ();       /* the user's bandwidth */
+    /* the version that was hashed, or nothing is published (ESTALE): a
+     * copy of a newer one would reach the GFS under a wrong checksum and
+     * be nobody's, left behind when the job deletes the file */
+    opts.expect = &st;
     (void) streams_take (NULL, NULL);           /* one of GfsStreams */
     rc = tier_copy_fd (src, pfd, base, &opts, &res, &err);
     streams_give ();

@@ -123,7 +123,8 @@ import json,sys
 e=json.load(sys.stdin)[\"roles\"][\"endpoint\"]
 print(e[\"stage_out_files\"], e[\"stage_out_bytes\"], e[\"stage_out_ms\"])
 assert e[\"stage_out_files\"] == 6 * 5 and e[\"stage_out_bytes\"] >= 6 * (16 << 20), e
-assert e[\"stage_out_ms\"] > 0, e"
+assert e[\"stage_out_ms\"] > 0, e
+assert e[\"gfs_meta_ops\"] >= 2 * e[\"stage_out_files\"], e"
 '
 
 test_expect_success 'migration starts at close: a file closed early is on the GFS while the job still runs' '
@@ -260,6 +261,18 @@ test_expect_success 'kill -9 of the agent with migrations pending: after restart
     w=$(gfsemu_stats "$GFS" | awk "\$1 == \"file.write_bytes\" && \$3 ~ /results\/(\.tier-conflicts\/.*\/)?\.?k[1-4]\.bin/ { s += \$2 } END { print s + 0 }") &&
     echo "written to the GFS for k1..k4: $w" &&
     test "$w" -ge $((4 * 32 << 20)) && test "$w" -lt $((5 * 32 << 20))
+'
+# A file rewritten while it is being migrated, then deleted: the copy of
+# a version newer than the one hashed is never published, so nothing of
+# it stays on the GFS, and nothing is taken for a conflict.
+test_expect_success 'a file rewritten during its migrations, then deleted, leaves nothing' '
+    as_user alice mkdir -p $H/rw && rm -f $TRASH/rw.ids &&
+    (for k in 1 2 3; do
+        id=$(sbatch_wait alice -w n1 --tier-stage-out=$H/rw -o /dev/null --wrap \
+            "for i in \$(seq 12); do dd if=/dev/urandom of=$H/rw/f$k bs=1M count=12 status=none; sleep 0.45; done; rm $H/rw/f$k") &&
+        test "$(job_state $id)" = COMPLETED || exit 1
+    done) &&
+    ls -la $H/rw && test -z "$(ls -A $H/rw)"
 '
 test_expect_success 'no node was drained' 'no_drain'
 test_done
