@@ -2352,6 +2352,9 @@ static void on_result (struct agent *a, char *line)
                          TIER_CTR_STAGE_OUT_BYTES, (uint64_t) size);
                 ctr_add (a, &job, TIER_ROLE_ENDPOINT,
                          TIER_CTR_GFS_BYTES_WRITTEN, (uint64_t) size);
+                /* on the GFS: the temporary's create and its rename */
+                ctr_add (a, &job, TIER_ROLE_ENDPOINT,
+                         TIER_CTR_GFS_META_OPS, 2);
             }
             break;
         }

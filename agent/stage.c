@@ -122,6 +122,7 @@ static void ns_replace (const struct tier_conf *conf, uint32_t job,
 
 /* The stager's copier waits for a GFS stream (streams.c). */
 static bool stager_queued;
+static uint64_t stager_meta;        /* GFS metadata operations of the copy */
 
 /* A job's stage-in comes in parts: the items the first request named
  * (the prolog's, or the first step's), then what a later request adds
@@ -152,6 +153,9 @@ static void write_status (const struct tier_conf *conf, uint32_t job,
                            "gfs", (json_int_t) gfs,
                            "ms", (json_int_t) ms, "error", err ? err : "",
                            "queued", stager_queued);
+    if (o)
+        (void) json_object_set_new (o, "meta", json_integer ((json_int_t)
+                                                              stager_meta));
     char *s = o ? json_dumps (o, JSON_COMPACT) : NULL;
 
     char name[48];
@@ -650,7 +654,7 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
     struct tier_url *urls[STAGE_ITEMS_MAX] = { 0 };
     struct tier_creds *creds[STAGE_ITEMS_MAX] = { 0 };
     mode_t modes[STAGE_ITEMS_MAX];
-    uint64_t total = 0, files = 0, bytes = 0, gfs = 0;
+    uint64_t total = 0, files = 0, bytes = 0, gfs = 0, meta = 0;
     struct progress prog = { .fd = fd };
     bool any_url = false;
     char line[PATH_MAX + 128];
@@ -805,10 +809,15 @@ static void copier (const struct tier_conf *conf, const struct stage_req *r,
         bytes += res.bytes + res.hole_bytes;
         if (!hit)
             gfs += res.bytes + res.hole_bytes;
+        /* on the GFS: a file's open (a cached copy too: the source is
+         * opened to know its version); a tree's opens and directory
+         * reads, one per entry */
+        meta += S_ISREG (sts[k].st_mode) ? 1
+                : res.files + res.dirs + res.symlinks;
     }
-    n = snprintf (line, sizeof (line), "D %llu %llu %llu\n",
+    n = snprintf (line, sizeof (line), "D %llu %llu %llu %llu\n",
                   (unsigned long long) files, (unsigned long long) bytes,
-                  (unsigned long long) gfs);
+                  (unsigned long long) gfs, (unsigned long long) meta);
     (void) write (fd, line, n);
     _exit (0);
 }
@@ -957,7 +966,8 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
                 char *end;
                 files = strtoull (buf + 2, &end, 10);
                 done = strtoull (end, &end, 10);
-                gfs = strtoull (end, NULL, 10);
+                gfs = strtoull (end, &end, 10);
+                stager_meta = strtoull (end, NULL, 10);
                 ok = true;
             }
             else if (buf[0] == 'E')
@@ -1423,6 +1433,8 @@ static bool part_end (struct agent *a, const struct store_job *job, int part)
                  json_integer_value (json_object_get (o, "gfs")));
         ctr_add (a, job, TIER_ROLE_ENDPOINT, TIER_CTR_OPS,
                  json_integer_value (json_object_get (o, "files")));
+        ctr_add (a, job, TIER_ROLE_ENDPOINT, TIER_CTR_GFS_META_OPS,
+                 json_integer_value (json_object_get (o, "meta")));
     }
     else
         ctr_add (a, job, TIER_ROLE_ENDPOINT, TIER_CTR_FAILURES, 1);

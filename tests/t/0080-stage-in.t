@@ -57,7 +57,7 @@ test_expect_success 'the emulator counted one read of each input' '
         echo "q$i: $b" && test "$b" = 100000 || exit 1
     done
 '
-test_expect_success 'stage-in counters: files, bytes, time' '
+test_expect_success 'stage-in counters: files, bytes, time, GFS metadata operations' '
     sleep 3 && id=$(cat $TRASH/id) && ls -la $GFS/.tier/users/alice/stats/$id/ &&
     (cd $H && as_user alice $TIERCTL stats --batch $id --json) >$TRASH/s.json &&
     python3 -c "
@@ -65,7 +65,9 @@ import json,sys
 t=json.load(open(sys.argv[1]))[\"roles\"][\"endpoint\"]
 print(t[\"stage_in_files\"], t[\"stage_in_bytes\"], t[\"stage_in_ms\"])
 assert t[\"stage_in_files\"]==6*3 and t[\"stage_in_bytes\"]==6*(100000+9), t
-assert t[\"stage_in_ms\"] > 0, t" $TRASH/s.json
+assert t[\"stage_in_ms\"] > 0, t
+print(\"meta\", t[\"gfs_meta_ops\"])
+assert t[\"gfs_meta_ops\"] >= t[\"stage_in_files\"], t" $TRASH/s.json
 '
 test_expect_success 'an input shared by a batch is copied once per node' '
     as_user alice sh -c "head -c 5000000 /dev/urandom > $H/in/shared" && gfsemu_reset "$GFS" &&
