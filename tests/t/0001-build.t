@@ -37,6 +37,11 @@ test_expect_success 'tierctl help lists commands' '
     "$TIER_BUILDDIR/ctl/tierctl" help >"$TRASH/help" &&
     grep -q "^  predict" "$TRASH/help"
 '
+test_expect_success 'every test script is executable (make check runs them directly)' '
+    ls "$TIER_SRCDIR"/tests/t/*.t >"$TRASH/scripts" &&
+    test -s "$TRASH/scripts" &&
+    ! while read -r f; do test -x "$f" || echo "not executable: $f"; done <"$TRASH/scripts" | grep .
+'
 # mkvar VAR: a variable of the build's top Makefile, fully expanded
 submake () {
     env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory \
