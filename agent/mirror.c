@@ -37,7 +37,9 @@
 #include <grp.h>
 #include <jansson.h>
 #include <limits.h>
+#include <poll.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,12 @@
 #define ENTRIES_MAX 200000
 #define DEPTH_MAX 64
 #define GROUPS_MAX 256
+/* The agent serves every client from one loop: a walk of the source
+ * (tierctl prefetch --bind, and again at each job start) holds it this
+ * long at most.  A directory the agent cannot walk in time is not
+ * mirrored or not bound, and its jobs use the interposer.
+ */
+#define WALK_MS 5000
 
 struct user {
     uid_t uid;
@@ -200,6 +208,8 @@ static char *manifest_of (const struct user *u, const char *dir,
     char *buf = NULL, *out = NULL, **lines = NULL;
     size_t len = 0, cap = 0, n = 0;
     int pfd[2], status = 0;
+    bool timed_out = false;
+    int64_t deadline;
     pid_t pid;
 
     if (pipe2 (pfd, O_CLOEXEC) < 0 || (pid = fork ()) < 0) {
@@ -233,8 +243,15 @@ static char *manifest_of (const struct user *u, const char *dir,
         _exit (0);
     }
     close (pfd[1]);
+    deadline = agent_now_ms () + WALK_MS;
     for (;;) {
+        struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+        int64_t left = deadline - agent_now_ms ();
         ssize_t r;
+        if (left <= 0 || (poll (&p, 1, (int) left) == 0)) {
+            timed_out = true;
+            break;
+        }
         if (len + 65537 > cap) {
             char *nb;
             if (cap > MANIFEST_MAX || !(nb = realloc (buf, cap + 1048576)))
@@ -249,6 +266,16 @@ static char *manifest_of (const struct user *u, const char *dir,
         len += (size_t) r;
     }
     close (pfd[0]);
+    if (timed_out) {
+        /* killed; if a GFS request holds it, the loop reaps it later */
+        (void) kill (pid, SIGKILL);
+        (void) agent_child_wait (pid, &status, 100);
+        free (buf);
+        errno = ETIMEDOUT;
+        tier_errprintf (error, "the walk of %s as uid %u did not finish "
+                        "within %d s", dir, (unsigned) u->uid, WALK_MS / 1000);
+        return NULL;
+    }
     while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (!buf) {
@@ -653,9 +680,12 @@ void mirror_job_binds (struct agent *a, const struct store_job *job,
             || pol.role != TIER_POLICY_BATCH)
             goto next;
         if (!(now = manifest_of (&u, dir, &e)) || strcmp (now, m)) {
-            tier_log (LOG_INFO, "job %u: the source of mirror %s changed "
-                      "(%s): not bound", job->job_id, dir,
-                      now ? "its files differ" : e.text);
+            if (now)
+                tier_log (LOG_INFO, "job %u: the source of mirror %s "
+                          "changed: not bound", job->job_id, dir);
+            else
+                tier_log (LOG_INFO, "job %u: mirror %s not bound: %s",
+                          job->job_id, dir, e.text);
             if (now)
                 drop (ufd, de->d_name, "its source changed");
             goto next;

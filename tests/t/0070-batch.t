@@ -439,6 +439,30 @@ test_expect_success 'eager mode: a changed source is not bound; the job reads it
     grep -q "$(sha256sum <$GFS-backing/home/alice/tools/lib/data | cut -d" " -f1)" $OUT/eager2.out &&
     grep -q "mirror .* dropped: its source changed" $CLUSTER/log/tierd-n3.log
 '
+test_have_prereq ROOT && command -v strace >/dev/null && test_set_prereq STRACE
+# The agent walks a mirror's source again at each job start, in its one
+# loop: a GFS that does not answer that walk (n3's agent and its children
+# are held for a minute on the directory by strace) holds the agent 5 s
+# at most; the job runs through the interposer, and the mirror stays for
+# the next job.
+test_expect_success STRACE 'eager mode: a walk the GFS does not answer holds the agent 5 s at most' '
+    (cd $H && as_user alice $TIERCTL -N n2 prefetch --bind $H/tools) >$TRASH/bind2 && cat $TRASH/bind2 &&
+    grep -q "bound read-only" $TRASH/bind2 &&
+    pid=$(cat $CLUSTER/state/n3/tierd.pid) &&
+    { strace -f -qq -o /dev/null -p $pid -e trace=openat,getdents64 \
+        -e inject=openat,getdents64:delay_enter=60000000 -P $H/tools & } && st=$! &&
+    wait_for 10 grep -q "^TracerPid:[[:space:]]*$st\$" /proc/$pid/status &&
+    { id=$(sbatch_wait alice -w n3 --tier-cache=auto -o $OUT/eager3.out \
+        --wrap "grep -c \" $H/tools ro,\" /proc/self/mountinfo; sha256sum $H/tools/lib/data"); rc=$?
+      kill $st; wait $st; test $rc = 0; } &&
+    cat $OUT/eager3.out && test "$(head -1 $OUT/eager3.out)" = 0 && ! grep -q warning $OUT/eager3.out &&
+    grep -q "$(sha256sum <$GFS-backing/home/alice/tools/lib/data | cut -d" " -f1)" $OUT/eager3.out &&
+    grep "job $id: mirror $H/tools not bound: the walk of $H/tools as uid $alice_uid did not finish within 5 s" \
+        $CLUSTER/log/tierd-n3.log &&
+    id=$(sbatch_wait alice -w n3 --tier-cache=auto -o $OUT/eager4.out \
+        --wrap "grep -c \" $H/tools ro,\" /proc/self/mountinfo") &&
+    test "$(head -1 $OUT/eager4.out)" = 1
+'
 test_expect_success 'share = world (site policy): one replica for every user of a world-readable file' '
     mkdir -p $GFS-backing/pub && chmod 755 $GFS-backing/pub &&
     head -c 2M /dev/urandom >$GFS-backing/pub/ref && chmod 644 $GFS-backing/pub/ref &&
