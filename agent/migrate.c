@@ -2564,7 +2564,7 @@ static int parse_dirs (json_t *dirs, json_t *urls, struct mspec *s,
     }
     json_array_foreach (urls, i, v) {
         const char *u = json_string_value (v);
-        struct tier_url *url;
+        struct tier_url *url = NULL;
         tier_error_t e;
         if (!u || strlen (u) > TIER_URL_MAX) {
             errno = EINVAL;
@@ -2573,8 +2573,7 @@ static int parse_dirs (json_t *dirs, json_t *urls, struct mspec *s,
         /* checked again here: the plugin's check can be bypassed */
         if (*u && !(url = tier_url_parse_output (u, &e)))
             return tier_errprintf (error, "--tier-stage-out: %s", e.text);
-        if (*u)
-            tier_url_destroy (url);
+        tier_url_destroy (url);
         if (i < DIRS_MAX)
             (void) snprintf (s->url[i], sizeof (s->url[i]), "%s", u);
     }
