@@ -247,8 +247,11 @@ static char *manifest_of (const struct user *u, const char *dir,
     for (;;) {
         struct pollfd p = { .fd = pfd[0], .events = POLLIN };
         int64_t left = deadline - agent_now_ms ();
+        int ready = left > 0 ? poll (&p, 1, (int) left) : 0;
         ssize_t r;
-        if (left <= 0 || (poll (&p, 1, (int) left) == 0)) {
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready == 0) {
             timed_out = true;
             break;
         }
