@@ -162,7 +162,7 @@ printf '%-44s %14s %14s\n' "" "without tier" "with tier"
 printf '%-44s %14s %14s\n' "database ($TASKS tasks, $(mib "$DBSIZE")): bytes read" \
     "$(mib "$off_read")" "$(mib "$db_read")"
 printf '%-44s %14s %14s\n' "intermediates under runs/: bytes written" \
-    "$(mib "$off_written")" "$(mib "$runs_written")"
+    "$off_written B" "$runs_written B"
 nodes=$(sinfo -h -N -o %N | sort -u | wc -l)
 echo "(without tier, the emulated nodes share one host's page cache; a real GFS"
 echo " client on each node would read the database: about $nodes x $(mib "$DBSIZE")" \
