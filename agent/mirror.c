@@ -58,10 +58,11 @@
 #define ENTRIES_MAX 200000
 #define DEPTH_MAX 64
 #define GROUPS_MAX 256
-/* The agent serves every client from one loop: a walk of the source
- * (tierctl prefetch --bind, and again at each job start) holds it this
- * long at most.  A directory the agent cannot walk in time is not
- * mirrored or not bound, and its jobs use the interposer.
+/* The agent serves every client from one loop: the walks of the sources
+ * (tierctl prefetch --bind, and again at each job start, for all the
+ * job's mirrors together) hold it this long at most.  A directory the
+ * agent cannot walk in time is not mirrored or not bound, and its jobs
+ * use the interposer.
  */
 #define WALK_MS 5000
 
@@ -200,18 +201,24 @@ static int cmp_lines (const void *a, const void *b)
 
 /* The manifest of dir as u sees it (malloc'd, sorted lines), or NULL
  * with the reason in error.  A forked child takes the user's credentials
- * for good and walks; the parent only reads and sorts its lines.
+ * for good and walks; the parent only reads and sorts its lines, and
+ * kills the child at deadline (agent_now_ms () time).
  */
 static char *manifest_of (const struct user *u, const char *dir,
-                          tier_error_t *error)
+                          int64_t deadline, tier_error_t *error)
 {
     char *buf = NULL, *out = NULL, **lines = NULL;
     size_t len = 0, cap = 0, n = 0;
     int pfd[2], status = 0;
     bool timed_out = false;
-    int64_t deadline;
     pid_t pid;
 
+    if (agent_now_ms () >= deadline) {
+        errno = ETIMEDOUT;
+        tier_errprintf (error, "no time left to walk %s: the walks before "
+                        "it took the %d s they are given", dir, WALK_MS / 1000);
+        return NULL;
+    }
     if (pipe2 (pfd, O_CLOEXEC) < 0 || (pid = fork ()) < 0) {
         tier_errprintf (error, "fork: %s", strerror (errno));
         return NULL;
@@ -243,7 +250,6 @@ static char *manifest_of (const struct user *u, const char *dir,
         _exit (0);
     }
     close (pfd[1]);
-    deadline = agent_now_ms () + WALK_MS;
     for (;;) {
         struct pollfd p = { .fd = pfd[0], .events = POLLIN };
         int64_t left = deadline - agent_now_ms ();
@@ -570,7 +576,7 @@ json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
         return NULL;
     }
     if (user_of (c->cred.uid, &u, error) < 0
-        || !(m = manifest_of (&u, dir, error)))
+        || !(m = manifest_of (&u, dir, agent_now_ms () + WALK_MS, error)))
         return NULL;
     if ((ufd = user_mirrors (a, c->cred.uid, true)) < 0) {
         tier_errprintf (error, "%s/mirrors: %s", a->conf->bb_dir,
@@ -651,6 +657,7 @@ out:
 void mirror_job_binds (struct agent *a, const struct store_job *job,
                        char *out, size_t size)
 {
+    int64_t deadline = agent_now_ms () + WALK_MS;
     struct dirent *de;
     size_t o = 0;
     struct user u;
@@ -682,7 +689,7 @@ void mirror_job_binds (struct agent *a, const struct store_job *job,
             || policy_job_resolve (a, job, dir, &pol) < 0
             || pol.role != TIER_POLICY_BATCH)
             goto next;
-        if (!(now = manifest_of (&u, dir, &e)) || strcmp (now, m)) {
+        if (!(now = manifest_of (&u, dir, deadline, &e)) || strcmp (now, m)) {
             if (now)
                 tier_log (LOG_INFO, "job %u: the source of mirror %s "
                           "changed: not bound", job->job_id, dir);
