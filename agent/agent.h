@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "lib/clock.h"
 #include "lib/conf.h"
 #include "lib/counters.h"
 #include "lib/proto.h"
@@ -33,6 +34,8 @@
  * any connection's address, which is the tag of a connection */
 #define AGENT_EV_STREAM0 (1u << 20)
 #define AGENT_STREAMS_MAX 4096
+/* epoll tags of the children's channels (child.c): CHILD_MAX of them */
+#define AGENT_EV_CHILD0 (1u << 21)
 
 struct conn {
     int fd;
@@ -82,8 +85,6 @@ struct agent {
     struct replicas *replicas;  /* the batch replica cache (replica.c) */
     struct streams *streams;    /* the node's GFS streams (streams.c) */
 };
-
-int64_t agent_now_ms (void);
 
 /* Wait up to timeout_ms for the child pid: 0 with *status, or -1 (errno
  * ETIMEDOUT: the child is killed, and reaped later with the others).  For

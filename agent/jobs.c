@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/jobns.h"
 #include "lib/log.h"
 #include "agent.h"
@@ -230,7 +231,7 @@ static void *orphans_thread (void *arg)
 static void orphans_check (struct agent *a, const uint32_t *ids, int n)
 {
     static int64_t last_ms;
-    int64_t now = agent_now_ms ();
+    int64_t now = tier_now_ms ();
     struct orphans *o;
     pthread_attr_t attr;
     pthread_t t;

@@ -22,8 +22,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "agent.h"
+#include "child.h"
 #include "streams.h"
 
 #ifndef TIER_SYSCONFDIR
@@ -67,29 +69,6 @@ static int private_dir (const char *dir)
     if ((st.st_mode & 07777) != 0700)
         (void) chmod (dir, 0700);
     return 0;
-}
-
-static void daemonize (void)
-{
-    pid_t pid;
-    int fd;
-
-    if ((pid = fork ()) < 0)
-        tier_log_errn_exit (errno, "fork");
-    if (pid > 0)
-        _exit (0);
-    (void) setsid ();
-    if ((pid = fork ()) < 0)
-        tier_log_errn_exit (errno, "fork");
-    if (pid > 0)
-        _exit (0);
-    if ((fd = open ("/dev/null", O_RDWR)) >= 0) {
-        (void) dup2 (fd, 0);
-        (void) dup2 (fd, 1);
-        (void) dup2 (fd, 2);
-        if (fd > 2)
-            close (fd);
-    }
 }
 
 /* The single-instance lock and the pid file beside it. */
@@ -152,6 +131,7 @@ int main (int argc, char **argv)
         usage (stderr);
         return 2;
     }
+    child_title_init (argc, argv);
     tier_log_init ("tierd", TIER_LOG_STDERR, NULL, LOG_INFO);
     if (geteuid () != 0)
         tier_log_exit ("must run as root");
@@ -187,8 +167,8 @@ int main (int argc, char **argv)
     if (private_dir (a.conf->state_dir) < 0)
         tier_log_errn_exit (errno, "StateDir %s (must be a root-owned "
                             "directory)", a.conf->state_dir);
-    if (!a.foreground)
-        daemonize ();
+    if (!a.foreground && child_daemonize () < 0)
+        tier_log_errn_exit (errno, "fork");
     if (take_lock (&a) < 0) {
         if (errno == EWOULDBLOCK) {
             tier_log (LOG_INFO, "another tierd already serves node %s",
@@ -204,7 +184,7 @@ int main (int argc, char **argv)
     if (!(a.store = store_open (path, STORE_MAPSIZE_DEFAULT, &error)))
         tier_log_exit ("%s", error.text);
     tiers_init (&a);
-    a.started_ms = a.last_flush_ms = agent_now_ms ();
+    a.started_ms = a.last_flush_ms = tier_now_ms ();
     if (server_init (&a, &error) < 0)
         tier_log_exit ("%s", error.text);
     if (streams_init (&a) < 0)

@@ -65,6 +65,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/copy.h"
 #include "lib/endpoint.h"
 #include "lib/jobns.h"
@@ -196,22 +197,6 @@ struct migrator {
     size_t inlen;
 };
 
-static int64_t mono_ms (void)
-{
-    struct timespec ts;
-
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_us (void)
-{
-    struct timespec ts;
-
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* One report line, written whole (PIPE_BUF atomic). */
 static void report (struct migrator *m, const char *fmt, ...)
     __attribute__ ((format (printf, 2, 3)));
@@ -257,8 +242,8 @@ static void mark_due (struct migrator *m, int k, const char *rel,
 {
     struct mfile *f = mf_get (m, k, rel, true);
 
-    if (f && (!f->due_ms || f->due_ms > mono_ms () + delay)) {
-        f->due_ms = mono_ms () + delay;
+    if (f && (!f->due_ms || f->due_ms > tier_now_ms () + delay)) {
+        f->due_ms = tier_now_ms () + delay;
         if (f->state != 'C')
             f->state = 'P';
     }
@@ -401,7 +386,7 @@ static void fail (struct migrator *m, struct mfile *f, int err,
     f->backoff_ms = f->backoff_ms ? f->backoff_ms * 2 : 1000;
     if (f->backoff_ms > RETRY_MAX_MS)
         f->backoff_ms = RETRY_MAX_MS;
-    f->due_ms = mono_ms () + f->backoff_ms;
+    f->due_ms = tier_now_ms () + f->backoff_ms;
     f->state = 'F';
     esc (f->rel, e, sizeof (e));
     /* first: a failure to count; a retry failing again is not */
@@ -714,7 +699,7 @@ static void migrate_one_object (struct migrator *m, struct mfile *f, int src,
     /* claimed before any byte goes: after a crash the object is ours */
     report (m, "I %d %s", f->k, e);
     f->claimed = true;
-    t0 = mono_us ();
+    t0 = tier_now_us ();
     if (sha256_fd (src, hex) < 0) {
         fail (m, f, errno, strerror (errno));
         goto out;
@@ -747,7 +732,7 @@ static void migrate_one_object (struct migrator *m, struct mfile *f, int src,
     esc (f->etag[0] ? f->etag : "-", te, sizeof (te));
     report (m, "O %d %lld %lld.%09ld %s %lld %d %s %s", f->k,
             (long long) st->st_size, (long long) st->st_mtim.tv_sec,
-            st->st_mtim.tv_nsec, hex, (long long) (mono_us () - t0),
+            st->st_mtim.tv_nsec, hex, (long long) (tier_now_us () - t0),
             first ? 1 : 0, te, e);
 out:
     tier_endpoint_destroy (ep);
@@ -915,7 +900,7 @@ static void migrate_one (struct migrator *m, struct mfile *f)
         clean_temps (pfd, base);
         f->cleaned = true;
     }
-    t0 = mono_us ();
+    t0 = tier_now_us ();
     if (sha256_fd (src, hex) < 0) {
         fail (m, f, errno, strerror (errno));
         close (pfd);
@@ -953,7 +938,7 @@ static void migrate_one (struct migrator *m, struct mfile *f)
     f->published = true;
     f->state = 'D';
     f->backoff_ms = 0;
-    report_done (m, f, &st, hex, mono_us () - t0, first);
+    report_done (m, f, &st, hex, tier_now_us () - t0, first);
     close (pfd);
     close (src);
 }
@@ -1023,7 +1008,7 @@ static void counts (struct migrator *m, int *pending, int *failed,
 
 static void do_sync (struct migrator *m, unsigned seq, bool force)
 {
-    int64_t now = mono_ms ();
+    int64_t now = tier_now_ms ();
     int pending, failed, conflicts;
 
     for (int k = 0; k < m->ndirs; k++)
@@ -1197,7 +1182,7 @@ static void migrator_loop (struct migrator *m)
 {
     for (;;) {
         struct pollfd p[1] = { { m->in, POLLIN, 0 } };
-        int64_t next = -1, now = mono_ms ();
+        int64_t next = -1, now = tier_now_ms ();
         int timeout;
 
         for (struct mfile *f = m->files; f; f = f->next)
@@ -1224,7 +1209,7 @@ static void migrator_loop (struct migrator *m)
             if (m->inlen >= sizeof (m->inbuf) - 1)
                 m->inlen = 0;
         }
-        now = mono_ms ();
+        now = tier_now_ms ();
         for (struct mfile *f = m->files; f; f = f->next) {
             struct stat st;
             if (!f->due_ms || f->due_ms > now)
@@ -2082,7 +2067,7 @@ static int outbox_missing (struct agent *a, struct mig *g, char *first,
  */
 static void settle (struct agent *a, struct mig *g)
 {
-    int64_t now = agent_now_ms ();
+    int64_t now = tier_now_ms ();
     struct waiter_m **pp = &g->waiters;
     bool clean = g->pending == 0 && g->failed == 0 && g->seq_done
                  && g->seq_done == g->seq_sent;
@@ -2516,7 +2501,7 @@ bool migrate_child (struct agent *a, pid_t pid, int status)
             g->pid = 0;
             g->seq_done = g->seq_sent = 0;
             g->spec.resumed = true;
-            g->restart_after_ms = agent_now_ms () + 2000;
+            g->restart_after_ms = tier_now_ms () + 2000;
             return true;
         }
     return false;
@@ -2524,7 +2509,7 @@ bool migrate_child (struct agent *a, pid_t pid, int status)
 
 void migrate_tick (struct agent *a)
 {
-    int64_t now = agent_now_ms ();
+    int64_t now = tier_now_ms ();
     struct mig *g, *next;
 
     for (g = migs; g; g = next) {
@@ -2681,7 +2666,7 @@ json_t *op_job_stageout (struct agent *a, struct conn *c, json_t *req,
             aw_tree (a, g, k, "", 0);
         if (mig_spawn (a, g) < 0) {
             tier_log_error ("job %u: migrator", g->job_id);
-            g->restart_after_ms = agent_now_ms () + 2000;
+            g->restart_after_ms = tier_now_ms () + 2000;
         }
     }
     return json_pack ("{s:I s:i}", "job_id", job_id, "migrator",
@@ -2760,7 +2745,7 @@ json_t *op_job_stageout_sync (struct agent *a, struct conn *c, json_t *req,
         w->seq = g->seq_sent + 1;
     w->c = c;
     w->msgid = c->req_id;
-    w->deadline_ms = agent_now_ms () + (timeout > 0 ? timeout
+    w->deadline_ms = tier_now_ms () + (timeout > 0 ? timeout
                                         : (wait ? 86400000 : 0));
     w->next = g->waiters;
     g->waiters = w;
@@ -2934,7 +2919,7 @@ int migrate_init (struct agent *a)
             for (int k = 0; k < g->spec.ndirs; k++)
                 aw_tree (a, g, k, "", 0);
             if (mig_spawn (a, g) < 0)
-                g->restart_after_ms = agent_now_ms () + 2000;
+                g->restart_after_ms = tier_now_ms () + 2000;
             else
                 (void) sync_now (g);
         }

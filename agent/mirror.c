@@ -47,6 +47,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/jobns.h"
 #include "lib/log.h"
 #include "lib/paths.h"
@@ -202,7 +203,7 @@ static int cmp_lines (const void *a, const void *b)
 /* The manifest of dir as u sees it (malloc'd, sorted lines), or NULL
  * with the reason in error.  A forked child takes the user's credentials
  * for good and walks; the parent only reads and sorts its lines, and
- * kills the child at deadline (agent_now_ms () time).
+ * kills the child at deadline (tier_now_ms () time).
  */
 static char *manifest_of (const struct user *u, const char *dir,
                           int64_t deadline, tier_error_t *error)
@@ -213,7 +214,7 @@ static char *manifest_of (const struct user *u, const char *dir,
     bool timed_out = false;
     pid_t pid;
 
-    if (agent_now_ms () >= deadline) {
+    if (tier_now_ms () >= deadline) {
         errno = ETIMEDOUT;
         tier_errprintf (error, "no time left to walk %s: the walks before "
                         "it took the %d s they are given", dir, WALK_MS / 1000);
@@ -252,7 +253,7 @@ static char *manifest_of (const struct user *u, const char *dir,
     close (pfd[1]);
     for (;;) {
         struct pollfd p = { .fd = pfd[0], .events = POLLIN };
-        int64_t left = deadline - agent_now_ms ();
+        int64_t left = deadline - tier_now_ms ();
         int ready = left > 0 ? poll (&p, 1, (int) left) : 0;
         ssize_t r;
         if (ready < 0 && errno == EINTR)
@@ -576,7 +577,7 @@ json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
         return NULL;
     }
     if (user_of (c->cred.uid, &u, error) < 0
-        || !(m = manifest_of (&u, dir, agent_now_ms () + WALK_MS, error)))
+        || !(m = manifest_of (&u, dir, tier_now_ms () + WALK_MS, error)))
         return NULL;
     if ((ufd = user_mirrors (a, c->cred.uid, true)) < 0) {
         tier_errprintf (error, "%s/mirrors: %s", a->conf->bb_dir,
@@ -657,7 +658,7 @@ out:
 void mirror_job_binds (struct agent *a, const struct store_job *job,
                        char *out, size_t size)
 {
-    int64_t deadline = agent_now_ms () + WALK_MS;
+    int64_t deadline = tier_now_ms () + WALK_MS;
     struct dirent *de;
     size_t o = 0;
     struct user u;

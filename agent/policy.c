@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/paths.h"
 #include "lib/state.h"
@@ -273,7 +274,7 @@ static int as_user (struct agent *a, const struct store_job *job,
     pid_t pid;
     time_t keep = a->conf->stats_retention > FROZEN_KEEP_MIN
                   ? (time_t) a->conf->stats_retention : FROZEN_KEEP_MIN;
-    int64_t deadline = agent_now_ms () + AS_USER_TIMEOUT_MS;
+    int64_t deadline = tier_now_ms () + AS_USER_TIMEOUT_MS;
 
     if (!write || !sweep_due (job->uid))
         keep = 0;                       /* no sweep this time */
@@ -306,7 +307,7 @@ static int as_user (struct agent *a, const struct store_job *job,
         {
             /* a hung GFS must not stall the agent's loop for long */
             struct pollfd pf = { .fd = pfd[0], .events = POLLIN };
-            int64_t left = deadline - agent_now_ms ();
+            int64_t left = deadline - tier_now_ms ();
             int r = left > 0 ? poll (&pf, 1, (int) left) : 0;
             if (r < 0 && errno == EINTR)
                 continue;
@@ -887,7 +888,7 @@ static struct tier_policy_set *frozen_load (struct agent *a,
         struct frozen_cache *f = &frozen_cache[i];
         if (f->set && f->job_id == job->job_id
             && f->restart == job->restart) {
-            f->used = agent_now_ms ();
+            f->used = tier_now_ms ();
             return f->set;
         }
         if (!f->set || f->used < slot->used)
@@ -909,7 +910,7 @@ static struct tier_policy_set *frozen_load (struct agent *a,
     slot->set = set;
     slot->job_id = job->job_id;
     slot->restart = job->restart;
-    slot->used = agent_now_ms ();
+    slot->used = tier_now_ms ();
     return set;
 }
 

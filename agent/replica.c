@@ -70,6 +70,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/copy.h"
 #include "lib/log.h"
 #include "lib/paths.h"
@@ -463,14 +464,6 @@ struct fetch_ctx {
     char err[512];
 };
 
-static int64_t mono_ms (void)
-{
-    struct timespec ts;
-
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static bool replica_present (int scopefd, const char *key, uint64_t size)
 {
     struct stat st;
@@ -485,7 +478,7 @@ static bool replica_present (int scopefd, const char *key, uint64_t size)
 static int fetch_lock (struct fetch_ctx *f, const char *lock, char *mine,
                        size_t minesize)
 {
-    int64_t deadline = mono_ms () + (int64_t) f->wait_s * 1000;
+    int64_t deadline = tier_now_ms () + (int64_t) f->wait_s * 1000;
     int64_t seen_ms = 0, backoff = 50;
     struct timespec seen_mtime = { 0, 0 };
     char seen_raw[HOLDER_MAX] = "";
@@ -525,7 +518,7 @@ static int fetch_lock (struct fetch_ctx *f, const char *lock, char *mine,
                 stale = true;
         }
         if (!stale) {
-            int64_t now = mono_ms ();
+            int64_t now = tier_now_ms ();
             if (!seen_ms || strcmp (raw, seen_raw)
                 || mt.tv_sec != seen_mtime.tv_sec
                 || mt.tv_nsec != seen_mtime.tv_nsec) {
@@ -546,7 +539,7 @@ static int fetch_lock (struct fetch_ctx *f, const char *lock, char *mine,
             seen_ms = 0;
             continue;
         }
-        if (mono_ms () > deadline) {
+        if (tier_now_ms () > deadline) {
             (void) snprintf (f->err, sizeof (f->err), "waited %llu s for "
                              "the copy by %s", (unsigned long long) f->wait_s,
                              h.node[0] ? h.node : "another node");

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/state.h"
 #include "agent.h"
@@ -166,7 +167,7 @@ static json_t *op_ping (struct agent *a, struct conn *c, json_t *req,
                       "protocol", TIER_PROTO_VERSION,
                       "node", a->node,
                       "pid", (int) getpid (),
-                      "uptime", (json_int_t) ((agent_now_ms ()
+                      "uptime", (json_int_t) ((tier_now_ms ()
                                                - a->started_ms) / 1000),
                       "enabled", !a->disabled && a->conf->enabled);
 }
@@ -686,7 +687,7 @@ static json_t *op_status (struct agent *a, struct conn *c, json_t *req,
                       "version", PACKAGE_VERSION,
                       "node", a->node,
                       "pid", (int) getpid (),
-                      "uptime", (json_int_t) ((agent_now_ms ()
+                      "uptime", (json_int_t) ((tier_now_ms ()
                                                - a->started_ms) / 1000),
                       "enabled", !a->disabled && a->conf->enabled,
                       "tiers", tiers ? tiers : json_object (),

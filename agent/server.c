@@ -37,8 +37,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "agent.h"
+#include "child.h"
 #include "streams.h"
 
 enum { EV_LISTEN = 1, EV_SIGNAL, EV_TIMER, EV_RECON, EV_WATCH0 };
@@ -49,46 +51,6 @@ static struct {
     void (*fn) (struct agent *);
 } watches[WATCH_MAX];
 static int nwatches;
-
-int64_t agent_now_ms (void)
-{
-    struct timespec ts;
-
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int agent_child_wait (pid_t pid, int *status, int timeout_ms)
-{
-    int pfd = (int) syscall (SYS_pidfd_open, pid, 0);
-    int64_t deadline = agent_now_ms () + timeout_ms;
-    pid_t r;
-
-    for (;;) {
-        if ((r = waitpid (pid, status, WNOHANG)) == pid)
-            break;
-        if (r < 0 && errno != EINTR)
-            break;
-        if (r == 0) {
-            struct pollfd p = { .fd = pfd, .events = POLLIN };
-            int64_t left = deadline - agent_now_ms ();
-            if (left <= 0) {
-                (void) kill (pid, SIGKILL);     /* reaped with the others */
-                if (pfd >= 0)
-                    close (pfd);
-                errno = ETIMEDOUT;
-                return -1;
-            }
-            if (pfd < 0)
-                (void) usleep (10000);
-            else
-                (void) poll (&p, 1, (int) left);
-        }
-    }
-    if (pfd >= 0)
-        close (pfd);
-    return r == pid ? 0 : -1;
-}
 
 /* The socket directory: root-owned 0755, never a symlink; created if
  * missing (with its parents), refused if someone else made it.
@@ -275,7 +237,7 @@ static int conn_flush (struct agent *a, struct conn *c)
     int rc = tier_msgwriter_flush (&c->wr, c->fd, &error);
 
     if (rc >= 0 && tier_msgwriter_bytes (&c->wr) < queued)
-        c->last_ms = agent_now_ms ();   /* the client reads: activity */
+        c->last_ms = tier_now_ms ();   /* the client reads: activity */
     if (rc < 0) {
         tier_log (LOG_DEBUG, "client pid %d: %s", (int) c->cred.pid,
                   error.text);
@@ -317,7 +279,7 @@ static void conn_read (struct agent *a, struct conn *c)
 
     for (int n = 0; n < 16 && !c->closing && !conn_backlogged (c); n++) {
         rc = tier_msgreader_read (&c->rd, c->fd, &error);
-        c->last_ms = agent_now_ms ();
+        c->last_ms = tier_now_ms ();
         if (rc == 0) {
             /* need more: start the whole-message clock if a message began */
             if (c->rd.hdr_got > 0) {
@@ -389,7 +351,7 @@ struct conn *server_conn_add (struct agent *a, int fd,
     c->fd = fd;
     c->cred = *cred;
     tier_msgreader_init (&c->rd, TIER_MSG_MAX);
-    c->accepted_ms = c->last_ms = agent_now_ms ();
+    c->accepted_ms = c->last_ms = tier_now_ms ();
     c->next = a->conns;
     if (a->conns)
         a->conns->prev = c;
@@ -454,7 +416,7 @@ static void conn_refuse (int fd, const struct ucred *cred, const char *why)
     struct tier_msgwriter w;
     tier_error_t error;
     char *body = rpc_error_body (EAGAIN, "%s", why);
-    int64_t now = agent_now_ms ();
+    int64_t now = tier_now_ms ();
 
     if (now - last_ms >= 1000) {
         tier_log (LOG_WARNING, "client pid %d uid %d refused: %s "
@@ -529,7 +491,8 @@ static void reap_children (struct agent *a)
     int status;
 
     while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
-        if (!replica_child (a, pid, status) && !migrate_child (a, pid, status))
+        if (!child_reaped (a, pid, status) && !replica_child (a, pid, status)
+            && !migrate_child (a, pid, status))
             (void) stats_child (a, pid, status);
 }
 
@@ -569,7 +532,7 @@ static void do_signal (struct agent *a)
 static void do_timer (struct agent *a)
 {
     uint64_t ticks;
-    int64_t now = agent_now_ms ();
+    int64_t now = tier_now_ms ();
     struct conn *c, *next;
 
     while (read (a->timerfd, &ticks, sizeof (ticks)) == sizeof (ticks))
@@ -605,6 +568,7 @@ static void do_timer (struct agent *a)
         jobs_sample (a);
         a->last_reclaim_ms = now;
     }
+    child_tick (a);
     stats_tick (a, false);
     replica_tick (a);
     migrate_tick (a);
@@ -643,6 +607,9 @@ int server_run (struct agent *a)
             }
             else if (tag >= EV_WATCH0 && tag < EV_WATCH0 + WATCH_MAX)
                 watches[tag - EV_WATCH0].fn (a);
+            else if (tag >= AGENT_EV_CHILD0
+                     && tag < AGENT_EV_CHILD0 + CHILD_MAX)
+                child_event (a, (int) (tag - AGENT_EV_CHILD0), evs[i].events);
             else if (tag >= AGENT_EV_STREAM0
                      && tag < AGENT_EV_STREAM0 + AGENT_STREAMS_MAX)
                 streams_event (a, (int) (tag - AGENT_EV_STREAM0));

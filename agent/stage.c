@@ -66,6 +66,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/copy.h"
 #include "lib/endpoint.h"
 #include "lib/jobns.h"
@@ -94,14 +95,6 @@ struct stage_req {
     int part;                   /* which part of the job's stage-in */
     int base;                   /* the stage directory of items[0] */
 };
-
-static int64_t now_ms (void)
-{
-    struct timespec ts;
-
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* NamespaceDir/JOBID/name, replaced atomically (the stager is root). */
 static void ns_replace (const struct tier_conf *conf, uint32_t job,
@@ -178,7 +171,7 @@ static void on_progress (uint64_t done, uint64_t total, void *arg)
 {
     struct progress *p = arg;
     char line[64];
-    int64_t t = now_ms ();
+    int64_t t = tier_now_ms ();
     int n;
 
     if (t - p->last_ms < 200 && done < total)
@@ -858,7 +851,7 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
     uint64_t total = 0, done = 0, files = 0, gfs = 0;
     json_t *made = json_array ();
     size_t got = 0;
-    int64_t t0 = now_ms ();
+    int64_t t0 = tier_now_ms ();
     bool ok = false;
     tier_error_t error;
     pid_t pid;
@@ -978,7 +971,7 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
                 stager_queued = buf[2] == '1';
             if (buf[0] != 'D' && buf[0] != 'E')
                 write_status (conf, r->job_id, "copying", done, total, files,
-                              gfs, now_ms () - t0, NULL);
+                              gfs, tier_now_ms () - t0, NULL);
             got -= (nl + 1 - buf);
             memmove (buf, nl + 1, got + 1);
         }
@@ -990,7 +983,7 @@ static void stager (const struct tier_conf *conf, struct stage_req *r)
     if (!ok && !err[0])
         (void) snprintf (err, sizeof (err), "the copy was interrupted");
     write_status (conf, r->job_id, ok ? "done" : "failed", done, total, files,
-                  gfs, now_ms () - t0, ok ? NULL : err);
+                  gfs, tier_now_ms () - t0, ok ? NULL : err);
     _exit (ok ? 0 : 1);
 }
 

@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/state.h"
 #include "agent.h"
@@ -298,7 +299,7 @@ static void publish_user (struct agent *a, struct upub *u,
     pid_t pid;
 
     if (u->pid > 0) {
-        int64_t ms = agent_now_ms ();
+        int64_t ms = tier_now_ms ();
         if (!u->warned_ms || ms - u->warned_ms >= 60000) {
             tier_log (LOG_WARNING, "stats for %s not published: the "
                       "previous publisher (pid %d) has been writing to %s "
@@ -341,7 +342,7 @@ static void publish_user (struct agent *a, struct upub *u,
         return;
     }
     u->pid = pid;
-    u->started_ms = agent_now_ms ();
+    u->started_ms = tier_now_ms ();
     u->ngone = 0;                       /* the child removes them */
 }
 
@@ -410,7 +411,7 @@ static void write_metrics (struct agent *a, int running)
     fprintf (f, "# HELP tier_agent_up_seconds Seconds since tierd "
              "started.\n# TYPE tier_agent_up_seconds gauge\n"
              "tier_agent_up_seconds %lld\n",
-             (long long) ((agent_now_ms () - a->started_ms) / 1000));
+             (long long) ((tier_now_ms () - a->started_ms) / 1000));
     fprintf (f, "# HELP tier_enabled 1 if jobs on this node may use tier.\n"
              "# TYPE tier_enabled gauge\ntier_enabled %d\n",
              !a->disabled && a->conf->enabled);
@@ -445,7 +446,7 @@ void stats_tick (struct agent *a, bool force)
     struct collect c = { .a = a, .now = time (NULL) };
     tier_error_t error;
     int running = 0;
-    int64_t ms = agent_now_ms ();
+    int64_t ms = tier_now_ms ();
 
     if (!force && ms - a->last_stats_ms < (int64_t) a->conf->stats_interval_ms)
         return;

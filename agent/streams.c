@@ -56,6 +56,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/copy.h"
 #include "lib/log.h"
 #include "agent.h"
@@ -224,7 +225,7 @@ static void grant (struct agent *a, struct stream_ticket *t)
 {
     struct streams *s = a->streams;
     struct suser *u = user_get (a, t->uid, NULL);
-    int64_t waited = agent_now_ms () - t->since_ms;
+    int64_t waited = tier_now_ms () - t->since_ms;
 
     s->waiting--;
     s->in_use++;
@@ -295,7 +296,7 @@ static void ticket_want (struct agent *a, struct stream_ticket *t)
 
     t->state = T_WAITING;
     t->seq = ++s->seq;
-    t->since_ms = agent_now_ms ();
+    t->since_ms = tier_now_ms ();
     s->waiting++;
     if (u)
         u->waiting++;

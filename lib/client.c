@@ -15,19 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "proto.h"
 #include "tjson.h"
 #include "client.h"
 
 #define ERRNO_MAX 4095          /* the kernel's errno range */
-
-static int64_t now_ms (void)
-{
-    struct timespec ts;
-
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int remaining_ms (int64_t deadline)
 {
@@ -35,7 +28,7 @@ static int remaining_ms (int64_t deadline)
 
     if (deadline < 0)
         return -1;
-    left = deadline - now_ms ();
+    left = deadline - tier_now_ms ();
     if (left < 0)
         return 0;
     return left > 1000000000 ? 1000000000 : (int) left;
@@ -120,7 +113,7 @@ static int connect_within (int fd, const struct sockaddr_un *sa,
 int tier_client_connect (const char *path, int timeout_ms,
                          tier_error_t *error)
 {
-    int64_t deadline = timeout_ms < 0 ? -1 : now_ms () + timeout_ms;
+    int64_t deadline = timeout_ms < 0 ? -1 : tier_now_ms () + timeout_ms;
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     struct ucred cred;
     socklen_t len = sizeof (cred);
@@ -200,7 +193,7 @@ int tier_client_call_fds (int fd, const char *body, const int *fds,
                           int *rfds, int *rnfds, int maxrfds,
                           int timeout_ms, tier_error_t *error)
 {
-    int64_t deadline = timeout_ms < 0 ? -1 : now_ms () + timeout_ms;
+    int64_t deadline = timeout_ms < 0 ? -1 : tier_now_ms () + timeout_ms;
     int got[TIER_MSG_FDS_MAX];
     int ngot = 0;
     struct tier_msghdr hdr;

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "copy.h"
 
 #define RW_BUFSIZE (1u << 20)           /* pread/pwrite buffer (at most) */
@@ -70,14 +71,6 @@ struct tier_copy_limit {
     struct tier_copy_limit_stats st;
 };
 
-static uint64_t now_ns (void)
-{
-    struct timespec ts;
-
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static void limit_set_locked (struct tier_copy_limit *lim, uint64_t rate,
                               uint64_t burst)
 {
@@ -106,7 +99,7 @@ static int limit_init (struct tier_copy_limit *lim, uint64_t rate,
     lim->shared = shared;
     limit_set_locked (lim, rate, burst);
     lim->tokens = lim->burst;
-    lim->last_ns = lim->busy_end_ns = now_ns ();
+    lim->last_ns = lim->busy_end_ns = (uint64_t) tier_now_ns ();
     return 0;
 fail:
     errno = e;
@@ -198,7 +191,7 @@ static int sleep_until (uint64_t deadline, atomic_int *cancel,
                         atomic_int *stop)
 {
     for (;;) {
-        uint64_t now = now_ns (), until;
+        uint64_t now = (uint64_t) tier_now_ns (), until;
         struct timespec ts;
 
         if ((cancel && atomic_load (cancel)) || (stop && atomic_load (stop))) {
@@ -220,7 +213,7 @@ static int limit_take (struct tier_copy_limit *lim, uint64_t bytes,
     uint64_t now, wait_ns = 0;
 
     limit_lock (lim);
-    now = now_ns ();
+    now = (uint64_t) tier_now_ns ();
     lim->st.bytes += bytes;
     lim->st.ops++;
     if (lim->rate > 0) {
@@ -314,7 +307,7 @@ static void temp_name (const char *name, char *buf)
     int keep = (int) MIN (strlen (name), NAME_MAX - TEMP_EXTRA);
 
     if (getrandom (rnd, sizeof (rnd), GRND_NONBLOCK) != sizeof (rnd)) {
-        uint64_t x = now_ns () ^ ((uint64_t) getpid () << 32)
+        uint64_t x = (uint64_t) tier_now_ns () ^ ((uint64_t) getpid () << 32)
                      ^ atomic_fetch_add (&counter, 0x9e3779b9u);
         for (int i = 0; i < TEMP_RANDLEN; i++, x >>= 8)
             rnd[i] = (unsigned char) x;
@@ -500,7 +493,7 @@ static void ctx_init (struct copy_ctx *ctx, const struct tier_copy_opts *opts)
     ctx->methods = ctx->o->methods & TIER_COPY_METHODS_ALL;
     if (!ctx->methods)
         ctx->methods = TIER_COPY_METHODS_ALL;
-    ctx->start_ns = now_ns ();
+    ctx->start_ns = (uint64_t) tier_now_ns ();
     pthread_mutex_init (&ctx->elock, NULL);
     pthread_mutex_init (&ctx->plock, NULL);
     pthread_mutex_init (&ctx->qlock, NULL);
@@ -541,7 +534,7 @@ static int ctx_result (struct copy_ctx *ctx, struct tier_copy_result *res,
         res->errors = atomic_load (&ctx->errors);
         res->methods = atomic_load (&ctx->used);
         res->threads = ctx->ntids + 1;
-        res->elapsed_ns = now_ns () - ctx->start_ns;
+        res->elapsed_ns = (uint64_t) tier_now_ns () - ctx->start_ns;
     }
     err = ctx->err;
     if (err) {

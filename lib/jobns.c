@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <linux/mount.h>
 
+#include "clock.h"
 #include "paths.h"
 #include "jobns.h"
 
@@ -62,14 +63,6 @@ static int sys_mount_setattr (int dfd, const char *path, unsigned flags,
                               struct mount_attr *attr, size_t size)
 {
     return (int) syscall (SYS_mount_setattr, dfd, path, flags, attr, size);
-}
-
-static int64_t now_ms (void)
-{
-    struct timespec ts;
-
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Decode mountinfo's octal escapes (\040 for a space) in place. */
@@ -572,14 +565,14 @@ int tier_ns_run (const char *base, uint32_t job_id, tier_ns_fn fn, void *arg,
 static int kill_inside (const char *base, uint32_t job_id, int wait_ms)
 {
     static pid_t pids[TIER_NS_PIDS_MAX];
-    int64_t deadline = now_ms () + wait_ms;
+    int64_t deadline = tier_now_ms () + wait_ms;
     int n;
 
     while ((n = tier_ns_pids (base, job_id, pids, TIER_NS_PIDS_MAX)) > 0) {
         for (int i = 0; i < n; i++)
             if (pids[i] != getpid ())
                 (void) kill (pids[i], SIGKILL);
-        if (now_ms () >= deadline)
+        if (tier_now_ms () >= deadline)
             break;
         {
             struct timespec ts = { 0, 20 * 1000 * 1000 };

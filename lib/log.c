@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 
 static struct {
@@ -191,7 +192,6 @@ void tier_log_limited (struct tier_log_limit *rl, int level,
 {
     unsigned burst = rl->burst ? rl->burst : 5;
     unsigned interval = rl->interval ? rl->interval : 60;
-    struct timespec ts;
     long long now;
     char msg[2048];
     va_list ap;
@@ -199,8 +199,7 @@ void tier_log_limited (struct tier_log_limit *rl, int level,
 
     if (level > logger.level)
         return;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    now = (long long) ts.tv_sec;
+    now = (long long) (tier_now_ms () / 1000);
     if (!rl->started) {
         rl->started = 1;
         rl->tokens = burst;

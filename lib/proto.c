@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "proto.h"
 
 _Static_assert (sizeof (struct tier_msghdr) == TIER_MSGHDR_SIZE,
@@ -41,18 +42,9 @@ struct tier_msgwriter_item {
     unsigned char data[];
 };
 
-/* Deadlines: CLOCK_MONOTONIC milliseconds, -1 for none. */
-static int64_t now_ms (void)
-{
-    struct timespec ts;
-
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t deadline_of (int timeout_ms)
 {
-    return timeout_ms < 0 ? -1 : now_ms () + timeout_ms;
+    return timeout_ms < 0 ? -1 : tier_now_ms () + timeout_ms;
 }
 
 static int remaining_ms (int64_t deadline)
@@ -61,7 +53,7 @@ static int remaining_ms (int64_t deadline)
 
     if (deadline < 0)
         return -1;
-    left = deadline - now_ms ();
+    left = deadline - tier_now_ms ();
     if (left < 0)
         return 0;
     return left > 1000000000 ? 1000000000 : (int) left;

@@ -30,19 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/client.h"
 #include "lib/tjson.h"
 #include "spawn.h"
 
 #define CGROUPS_MAX 32
-
-static int64_t now_ms (void)
-{
-    struct timespec ts;
-
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int tier_agent_call (const struct tier_conf *conf, const char *body,
                      char **reply, int timeout_ms, tier_error_t *error)
@@ -196,8 +189,8 @@ int tier_agent_ensure (const struct tier_conf *conf, const char *conf_path,
         return 0;
     if (tier_agent_spawn (conf, conf_path, node, error) < 0)
         return -1;
-    deadline = now_ms () + timeout_ms;
-    while (now_ms () < deadline) {
+    deadline = tier_now_ms () + timeout_ms;
+    while (tier_now_ms () < deadline) {
         struct timespec ts = { 0, 50 * 1000 * 1000 };
         if (tier_agent_ping (conf, 1000, &e) == 0)
             return 0;

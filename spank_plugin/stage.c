@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/jobns.h"
 #include "lib/paths.h"
 #include "lib/tjson.h"
@@ -153,19 +154,11 @@ int tier_stage_start (const struct tier_conf *conf, uint32_t job_id,
     return rc;
 }
 
-static int64_t now_s (void)
-{
-    struct timespec ts;
-
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec;
-}
-
 int tier_stage_wait (const struct tier_conf *conf, uint32_t job_id,
                      int parts, bool report, bool (*gone) (uint32_t job_id),
                      tier_error_t *error)
 {
-    int64_t start = now_s (), last = start, checked = start;
+    int64_t start = (tier_now_ms () / 1000), last = start, checked = start;
     char buf[8192];
 
     for (;;) {
@@ -208,24 +201,24 @@ int tier_stage_wait (const struct tier_conf *conf, uint32_t job_id,
         if (finished == parts)
             return 0;
         /* a task waiting here may not get scancel's signal: ask */
-        if (gone && now_s () - checked >= 3) {
-            checked = now_s ();
+        if (gone && (tier_now_ms () / 1000) - checked >= 3) {
+            checked = (tier_now_ms () / 1000);
             if (gone (job_id)) {
                 errno = ECANCELED;
                 return tier_errprintf (error, "the job was cancelled during "
                                        "stage-in");
             }
         }
-        if ((uint64_t) (now_s () - start) > conf->stage_in_timeout) {
+        if ((uint64_t) ((tier_now_ms () / 1000) - start) > conf->stage_in_timeout) {
             errno = ETIMEDOUT;
             return tier_errprintf (error, "stage-in did not finish within "
                                    "StageInTimeout (%llu s)",
                                    (unsigned long long)
                                    conf->stage_in_timeout);
         }
-        if (report && now_s () - last >= 10) {
+        if (report && (tier_now_ms () / 1000) - last >= 10) {
             char a[32], b[32];
-            last = now_s ();
+            last = (tier_now_ms () / 1000);
             /* queued: the node's GFS streams are all in use (GfsStreams) */
             slurm_spank_log ("tier: staging in: %s%s of %s (%.0f%%), %llds",
                              queued ? "queued for a GFS stream, " : "",

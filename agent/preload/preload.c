@@ -64,6 +64,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/client.h"
 #include "lib/paths.h"
 #include "lib/tjson.h"
@@ -130,14 +131,6 @@ static fchdir_f real_fchdir;
 static volatile int cwd_related = 1;
 static fopen_f real_fopen;
 static freopen_f real_freopen;
-
-static int64_t now_ms (void)
-{
-    struct timespec ts;
-
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The real openat, even before the constructor ran (another library's
  * constructor may open files first, and dlsym itself may open).
@@ -434,7 +427,7 @@ static int cache_open (const char *norm, int flags)
         return -1;                      /* written meanwhile */
     copy.path[sizeof (copy.path) - 1] = '\0';
     copy.replica[sizeof (copy.replica) - 1] = '\0';
-    if (!copy.expires_ms || now_ms () >= copy.expires_ms
+    if (!copy.expires_ms || tier_now_ms () >= copy.expires_ms
         || strcmp (copy.path, norm))
         return -1;
     fd = sys_openat (AT_FDCWD, copy.replica, (flags & ~O_CREAT) | O_NOFOLLOW,
@@ -471,7 +464,7 @@ static void cache_put (const char *norm, const char *replica, uint64_t size,
     strcpy (e->replica, replica);
     e->size = size;
     __atomic_signal_fence (__ATOMIC_SEQ_CST);
-    __atomic_store_n (&e->expires_ms, now_ms () + (int64_t) revalidate * 1000,
+    __atomic_store_n (&e->expires_ms, tier_now_ms () + (int64_t) revalidate * 1000,
                       __ATOMIC_RELAXED);
     slot_release (e, seq);
 }
@@ -495,7 +488,7 @@ static int ask_agent (int srcfd, const char *real, char *replica,
     int64_t rv = 0;
     int fd, rc = -1;
 
-    if (st.agent_down_until_ms && now_ms () < st.agent_down_until_ms)
+    if (st.agent_down_until_ms && tier_now_ms () < st.agent_down_until_ms)
         return -1;
     n = __atomic_exchange_n (&st.cached_opens, 0, __ATOMIC_RELAXED);
     bytes = __atomic_exchange_n (&st.cached_bytes, 0, __ATOMIC_RELAXED);
@@ -509,7 +502,7 @@ static int ask_agent (int srcfd, const char *real, char *replica,
     if (tier_jw_finish (&w) < 0)
         return -1;
     if ((fd = tier_client_connect (st.sock, 2000, &error)) < 0) {
-        st.agent_down_until_ms = now_ms () + AGENT_BACKOFF_S * 1000;
+        st.agent_down_until_ms = tier_now_ms () + AGENT_BACKOFF_S * 1000;
         return -1;
     }
     if (tier_client_call (fd, body, &srcfd, 1, &reply, &len, st.timeout_ms,

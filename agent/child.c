@@ -1,0 +1,547 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Copyright 2026 the tier developers */
+/* child.c - the one way tierd starts a process (see child.h)
+ *
+ * Owns the table of running children and their channels; calls nothing
+ * of the agent but its loop's epoll descriptor (agent.h).
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/clock.h"
+#include "lib/log.h"
+#include "agent.h"
+#include "child.h"
+
+#define READ_BURST 64                   /* messages read per event */
+#define WQUEUE_MAX (CHMSG_MAX * 4)
+
+struct child {
+    struct child_spec spec;
+    struct agent *a;
+    pid_t pid;
+    int fd;                             /* the agent's end, or -1 */
+    int slot;
+    bool sync;                          /* child_call's: not watched */
+    bool want_out;
+    int why;
+    int64_t started_ms, last_ms;
+    struct tier_msgreader rd;
+    struct tier_msgwriter wr;
+};
+
+static struct child *slots[CHILD_MAX];
+static int nchildren;
+static char *title_area;
+static size_t title_len;
+
+/* ------------------------------------------------------ in the child */
+
+void child_title_init (int argc, char **argv)
+{
+    char *end;
+
+    if (argc < 1 || !argv[0])
+        return;
+    end = argv[0] + strlen (argv[0]);
+    for (int i = 1; i < argc && argv[i] == end + 1; i++)
+        end = argv[i] + strlen (argv[i]);
+    title_area = argv[0];
+    title_len = (size_t) (end - argv[0]);
+}
+
+static void set_title (const struct child_spec *s)
+{
+    const char *t = s->title[0] ? s->title : s->name;
+
+    (void) prctl (PR_SET_NAME, s->name, 0, 0, 0);
+    if (title_area && title_len > 0) {
+        memset (title_area, 0, title_len + 1);
+        (void) snprintf (title_area, title_len + 1, "%s", t);
+    }
+}
+
+static int cmp_int (const void *x, const void *y)
+{
+    return *(const int *) x - *(const int *) y;
+}
+
+/* Close every descriptor from 3 up but those in keep[]. */
+static void close_all_but (const int *keep, int n)
+{
+    int sorted[CHILD_KEEP_MAX + 1];
+    unsigned from = 3;
+
+    memcpy (sorted, keep, (size_t) n * sizeof (int));
+    qsort (sorted, (size_t) n, sizeof (int), cmp_int);
+    for (int i = 0; i < n; i++) {
+        if (sorted[i] < (int) from)
+            continue;
+        if ((unsigned) sorted[i] > from)
+            (void) syscall (SYS_close_range, from, (unsigned) sorted[i] - 1,
+                            0U);
+        from = (unsigned) sorted[i] + 1;
+    }
+    (void) syscall (SYS_close_range, from, ~0U, 0U);
+}
+
+static void reset_signals (void)
+{
+    struct sigaction sa;
+    sigset_t none;
+
+    memset (&sa, 0, sizeof (sa));
+    sa.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            (void) sigaction (s, &sa, NULL);
+    (void) signal (SIGPIPE, SIG_IGN);
+    sigemptyset (&none);
+    (void) sigprocmask (SIG_SETMASK, &none, NULL);
+}
+
+static void __attribute__ ((noreturn))
+child_run (const struct child_spec *s, int chan, pid_t parent)
+{
+    int keep[CHILD_KEEP_MAX + 1];
+    int n = 0;
+
+    reset_signals ();
+    for (int i = 0; i < s->nkeep && i < CHILD_KEEP_MAX; i++)
+        if (s->keep[i] >= 0)
+            keep[n++] = s->keep[i];
+    keep[n++] = chan;
+    close_all_but (keep, n);
+    if (s->own_pgrp)
+        (void) setpgid (0, 0);
+    set_title (s);
+    /* dies with its parent, even before the drop */
+    (void) prctl (PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid () != parent)
+        _exit (0);
+    if (s->as_root && s->as_root (s->arg) < 0)
+        _exit (CHILD_EXIT_SETUP);
+    if (s->cred && tier_cred_drop (s->cred, s->mode) < 0) {
+        int e = errno;
+        (void) dprintf (2, "%s: cannot take uid %u: %s\n", s->name,
+                        (unsigned) s->cred->uid, strerror (e));
+        _exit (CHILD_EXIT_SETUP);
+    }
+    /* the kernel cleared the parent-death signal with the credentials */
+    (void) prctl (PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid () != parent)
+        _exit (0);
+    _exit (s->main ? s->main (s->arg, chan) : 0);
+}
+
+pid_t child_spawn (const struct child_spec *spec, int *chan,
+                   tier_error_t *error)
+{
+    pid_t parent = getpid ();
+    int sv[2];
+    pid_t pid;
+
+    if (!spec->name || strlen (spec->name) > CHILD_NAME_MAX
+        || spec->nkeep < 0 || spec->nkeep > CHILD_KEEP_MAX) {
+        errno = EINVAL;
+        return tier_errprintf (error, "child %s: bad spec",
+                               spec->name ? spec->name : "?");
+    }
+    if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return tier_errprintf (error, "%s: socketpair: %s", spec->name,
+                               strerror (errno));
+    if ((pid = fork ()) < 0) {
+        int e = errno;
+        close (sv[0]);
+        close (sv[1]);
+        errno = e;
+        return tier_errprintf (error, "%s: fork: %s", spec->name,
+                               strerror (e));
+    }
+    if (pid == 0) {
+        close (sv[0]);
+        child_run (spec, sv[1], parent);
+    }
+    close (sv[1]);
+    *chan = sv[0];
+    return pid;
+}
+
+/* ------------------------------------------------------ in the agent */
+
+static void watch_out (struct child *c, bool on)
+{
+    struct epoll_event ev = { .events = EPOLLIN | (on ? EPOLLOUT : 0),
+                              .data.u64 = AGENT_EV_CHILD0
+                                          + (uint64_t) c->slot };
+
+    if (c->fd >= 0 && c->want_out != on
+        && epoll_ctl (c->a->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0)
+        c->want_out = on;
+}
+
+static void channel_close (struct child *c)
+{
+    if (c->fd < 0)
+        return;
+    if (!c->sync)
+        (void) epoll_ctl (c->a->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close (c->fd);
+    c->fd = -1;
+    tier_msgreader_fini (&c->rd);
+    tier_msgwriter_fini (&c->wr);
+}
+
+static struct child *child_new (struct agent *a, const struct child_spec *s,
+                                tier_error_t *error)
+{
+    struct child *c;
+    int slot = -1;
+
+    for (int i = 0; i < CHILD_MAX && slot < 0; i++)
+        if (!slots[i])
+            slot = i;
+    if (slot < 0) {
+        errno = EAGAIN;
+        tier_errprintf (error, "%s: %d children already", s->name, CHILD_MAX);
+        return NULL;
+    }
+    if (!(c = calloc (1, sizeof (*c)))) {
+        tier_errprintf (error, "%s: out of memory", s->name);
+        return NULL;
+    }
+    c->spec = *s;
+    c->a = a;
+    c->slot = slot;
+    c->fd = -1;
+    tier_msgreader_init (&c->rd, CHMSG_MAX);
+    tier_msgwriter_init (&c->wr);
+    return c;
+}
+
+static void child_free (struct child *c)
+{
+    channel_close (c);
+    slots[c->slot] = NULL;
+    nchildren--;
+    free (c);
+}
+
+static int child_fork (struct agent *a, struct child *c, tier_error_t *error)
+{
+    if ((c->pid = child_spawn (&c->spec, &c->fd, error)) < 0)
+        return -1;
+    (void) a;
+    c->started_ms = c->last_ms = tier_now_ms ();
+    slots[c->slot] = c;
+    nchildren++;
+    return 0;
+}
+
+struct child *child_start (struct agent *a, const struct child_spec *spec,
+                           tier_error_t *error)
+{
+    struct epoll_event ev = { .events = EPOLLIN };
+    struct child *c;
+
+    if (!(c = child_new (a, spec, error)))
+        return NULL;
+    if (child_fork (a, c, error) < 0) {
+        free (c);
+        return NULL;
+    }
+    ev.data.u64 = AGENT_EV_CHILD0 + (uint64_t) c->slot;
+    if (fcntl (c->fd, F_SETFL, O_NONBLOCK) < 0
+        || epoll_ctl (a->epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
+        /* no channel: it runs, and is reaped, without one */
+        tier_log_error ("%s %d: its channel cannot be watched",
+                        spec->name, (int) c->pid);
+        close (c->fd);
+        c->fd = -1;
+    }
+    return c;
+}
+
+/* One whole message from the reader: decode it and hand it over. */
+static void dispatch (struct child *c)
+{
+    const struct tier_msghdr *h = tier_msgreader_hdr (&c->rd);
+    int fds[TIER_MSG_FDS_MAX], nfds = tier_msgreader_take_fds (&c->rd, fds);
+    tier_error_t err;
+    json_t *body = NULL;
+    int type;
+
+    c->last_ms = tier_now_ms ();
+    if (h->type != TIER_MSG_RESPONSE || h->version != TIER_PROTO_VERSION
+        || !c->spec.proto
+        || chmsg_decode (c->spec.proto, tier_msgreader_body (&c->rd), h->len,
+                         &type, &body, &err) < 0) {
+        tier_log (LOG_WARNING, "%s %d: a message it sent is refused: %s",
+                  c->spec.name, (int) c->pid,
+                  h->type != TIER_MSG_RESPONSE ? "not a response"
+                  : !c->spec.proto ? "it has no channel" : err.text);
+    }
+    else if (c->spec.on_msg)
+        c->spec.on_msg (c->a, c, type, body, fds, nfds, c->spec.owner);
+    else
+        json_decref (body);
+    for (int i = 0; i < nfds; i++)
+        if (fds[i] >= 0)
+            close (fds[i]);
+}
+
+/* Read what the channel holds (at most READ_BURST messages, unless all
+ * is wanted: the child has exited). */
+static void read_channel (struct child *c, bool all)
+{
+    tier_error_t err;
+
+    for (int n = 0; c->fd >= 0 && (all || n < READ_BURST); n++) {
+        int r = tier_msgreader_read (&c->rd, c->fd, &err);
+        if (r == 0)
+            return;
+        if (r < 0) {
+            if (errno != ENODATA && errno != ECONNRESET)
+                tier_log (LOG_WARNING, "%s %d: its channel: %s",
+                          c->spec.name, (int) c->pid, err.text);
+            channel_close (c);
+            return;
+        }
+        dispatch (c);
+        if (c->fd >= 0)
+            tier_msgreader_reset (&c->rd);
+    }
+}
+
+void child_event (struct agent *a, int slot, uint32_t events)
+{
+    struct child *c;
+
+    (void) a;
+    if (slot < 0 || slot >= CHILD_MAX || !(c = slots[slot]) || c->sync)
+        return;
+    if ((events & EPOLLOUT) && c->fd >= 0) {
+        int r = tier_msgwriter_flush (&c->wr, c->fd, NULL);
+        if (r < 0)
+            channel_close (c);
+        else if (r == 1)
+            watch_out (c, false);
+    }
+    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+        read_channel (c, false);
+}
+
+bool child_reaped (struct agent *a, pid_t pid, int status)
+{
+    struct child *c = NULL;
+
+    (void) a;
+    for (int i = 0; i < CHILD_MAX && !c; i++)
+        if (slots[i] && slots[i]->pid == pid)
+            c = slots[i];
+    if (!c)
+        return false;
+    if (!c->sync) {
+        /* what it sent before it exited comes first */
+        read_channel (c, true);
+        channel_close (c);
+        if (c->spec.on_done)
+            c->spec.on_done (c->a, c, status, c->spec.owner);
+    }
+    child_free (c);
+    return true;
+}
+
+void child_tick (struct agent *a)
+{
+    int64_t now = tier_now_ms ();
+
+    (void) a;
+    for (int i = 0; i < CHILD_MAX; i++) {
+        struct child *c = slots[i];
+        if (!c || c->why)
+            continue;
+        if (c->spec.deadline_ms > 0
+            && now - c->started_ms > c->spec.deadline_ms)
+            c->why = ETIMEDOUT;
+        else if (c->spec.stall_ms > 0 && now - c->last_ms > c->spec.stall_ms)
+            c->why = ESTALE;
+        if (c->why) {
+            tier_log (LOG_WARNING, "%s %d: %s; killed", c->spec.name,
+                      (int) c->pid, c->why == ETIMEDOUT
+                      ? "past its deadline" : "no progress");
+            (void) kill (c->pid, SIGKILL);
+        }
+    }
+}
+
+int child_send (struct child *c, int type, json_t *body, const int *fds,
+                int nfds)
+{
+    char *text;
+    int r;
+
+    if (c->fd < 0) {
+        json_decref (body);
+        errno = EPIPE;
+        return -1;
+    }
+    if (tier_msgwriter_bytes (&c->wr) > WQUEUE_MAX) {
+        json_decref (body);
+        errno = ENOBUFS;
+        return -1;
+    }
+    if (!c->spec.proto || !(text = chmsg_encode (c->spec.proto, type, body)))
+        return -1;
+    r = tier_msgwriter_queue (&c->wr, TIER_MSG_REQUEST, 0, text,
+                              (uint32_t) strlen (text), fds, nfds);
+    free (text);
+    if (r < 0)
+        return -1;
+    if ((r = tier_msgwriter_flush (&c->wr, c->fd, NULL)) < 0) {
+        channel_close (c);
+        errno = EPIPE;
+        return -1;
+    }
+    watch_out (c, r == 0);
+    return 0;
+}
+
+int child_call (struct agent *a, const struct child_spec *spec,
+                int timeout_ms, int *type, json_t **body, int *fds,
+                int *nfds, int maxfds, int *status, tier_error_t *error)
+{
+    int64_t deadline = tier_now_ms () + timeout_ms;
+    struct child *c;
+    int rc, st = 0;
+
+    if (!(c = child_new (a, spec, error)))
+        return -1;
+    c->sync = true;
+    if (child_fork (a, c, error) < 0) {
+        free (c);
+        return -1;
+    }
+    rc = chmsg_recv (c->fd, spec->proto, type, body, fds, nfds, maxfds,
+                     timeout_ms, error);
+    channel_close (c);
+    if (rc < 0 && errno == ETIMEDOUT) {
+        (void) kill (c->pid, SIGKILL);  /* reaped with the others */
+        return tier_errprintf (error, "%s did not answer within %d s",
+                               spec->name, timeout_ms / 1000);
+    }
+    if (agent_child_wait (c->pid, &st, (int) (deadline - tier_now_ms ())
+                          > 0 ? (int) (deadline - tier_now_ms ()) : 1) < 0) {
+        if (rc == 0)
+            json_decref (*body);
+        return tier_errprintf (error, "%s did not exit within %d s",
+                               spec->name, timeout_ms / 1000);
+    }
+    child_free (c);
+    if (status)
+        *status = st;
+    if (rc < 0 && (errno == ECONNRESET || errno == ENODATA)) {
+        errno = ENODATA;
+        return tier_errprintf (error, "%s exited without an answer (status "
+                               "%d)", spec->name, st);
+    }
+    return rc;
+}
+
+pid_t child_pid (const struct child *c)
+{
+    return c->pid;
+}
+
+int child_why (const struct child *c)
+{
+    return c->why;
+}
+
+void child_kill (struct child *c, int sig)
+{
+    if (c->pid > 0)
+        (void) kill (c->pid, sig);
+}
+
+void child_orphan (struct child *c)
+{
+    c->spec.on_msg = NULL;
+    c->spec.on_done = NULL;
+    c->spec.owner = NULL;
+}
+
+int child_count (void)
+{
+    return nchildren;
+}
+
+int agent_child_wait (pid_t pid, int *status, int timeout_ms)
+{
+    int pfd = (int) syscall (SYS_pidfd_open, pid, 0);
+    int64_t deadline = tier_now_ms () + timeout_ms;
+    pid_t r;
+
+    for (;;) {
+        if ((r = waitpid (pid, status, WNOHANG)) == pid)
+            break;
+        if (r < 0 && errno != EINTR)
+            break;
+        if (r == 0) {
+            struct pollfd p = { .fd = pfd, .events = POLLIN };
+            int64_t left = deadline - tier_now_ms ();
+            if (left <= 0) {
+                (void) kill (pid, SIGKILL);     /* reaped with the others */
+                if (pfd >= 0)
+                    close (pfd);
+                errno = ETIMEDOUT;
+                return -1;
+            }
+            if (pfd < 0)
+                (void) usleep (10000);
+            else
+                (void) poll (&p, 1, (int) left);
+        }
+    }
+    if (pfd >= 0)
+        close (pfd);
+    return r == pid ? 0 : -1;
+}
+
+int child_daemonize (void)
+{
+    pid_t pid;
+    int fd;
+
+    if ((pid = fork ()) < 0)
+        return -1;
+    if (pid > 0)
+        _exit (0);
+    (void) setsid ();
+    if ((pid = fork ()) < 0)
+        return -1;
+    if (pid > 0)
+        _exit (0);
+    if ((fd = open ("/dev/null", O_RDWR)) >= 0) {
+        (void) dup2 (fd, 0);
+        (void) dup2 (fd, 1);
+        (void) dup2 (fd, 2);
+        if (fd > 2)
+            close (fd);
+    }
+    return 0;
+}
