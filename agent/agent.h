@@ -215,6 +215,12 @@ bool agent_privileged (struct agent *a, uid_t uid);
 int jobs_reconcile_start (struct agent *a);   /* an eventfd, or -1 */
 int jobs_reconcile_finish (struct agent *a);  /* jobs reconciled */
 int jobs_reclaim (struct agent *a);     /* namespaces of ended jobs */
+/* The credentials for work on a job's data (lib/cred.h, TIER_CRED_DATA):
+ * its uid, gid and the group list Slurm gave it, stored when a step
+ * registered; for a job with none yet (only its prolog ran), the user's
+ * groups from NSS.  -1 with errno if neither is known. */
+struct tier_cred;
+int jobs_cred (const struct store_job *job, struct tier_cred *cred);
 void jobs_sample (struct agent *a);     /* peak scratch use */
 
 #endif /* !TIER_AGENT_H */

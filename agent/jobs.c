@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "lib/clock.h"
+#include "lib/cred.h"
 #include "lib/jobns.h"
 #include "lib/log.h"
 #include "agent.h"
@@ -222,7 +223,7 @@ static void *orphans_thread (void *arg)
 
     for (int i = 0; i < o->n; i++)
         if (job_ended (o->ids[i]) == 1)
-            (void) tier_ns_mark (o->base, o->ids[i], "ended");
+            (void) tier_ns_mark (o->base, o->ids[i], TIER_NS_ENDED);
     free (o);
     atomic_store (&orphans_busy, false);
     return NULL;
@@ -269,7 +270,7 @@ static bool newer_run (struct agent *a, const struct store_job *j)
     char dir[PATH_MAX], holder[PATH_MAX];
     struct stat sb;
 
-    if (tier_ns_marked (a->conf->namespace_dir, j->job_id, "ended")
+    if (tier_ns_marked (a->conf->namespace_dir, j->job_id, TIER_NS_ENDED)
         || tier_ns_paths (a->conf->namespace_dir, j->job_id, dir, holder,
                           sizeof (dir)) < 0
         || lstat (dir, &sb) < 0)
@@ -297,7 +298,7 @@ int jobs_reclaim (struct agent *a)
         if (store_job_latest (a->store, ids[i], &j, &error) < 0) {
             if (errno != ENOENT)
                 continue;
-            if (!tier_ns_marked (a->conf->namespace_dir, ids[i], "ended")) {
+            if (!tier_ns_marked (a->conf->namespace_dir, ids[i], TIER_NS_ENDED)) {
                 orphans[norphans++] = ids[i];
                 continue;
             }
@@ -369,4 +370,10 @@ void jobs_sample (struct agent *a)
         a->scratch_used = sc.used;
         a->scratch_jobs = sc.jobs;
     }
+}
+
+int jobs_cred (const struct store_job *job, struct tier_cred *cred)
+{
+    tier_cred_init (cred, job->uid, job->gid);
+    return tier_cred_lookup (cred, job->user);
 }

@@ -96,23 +96,6 @@ struct stage_req {
     int base;                   /* the stage directory of items[0] */
 };
 
-/* NamespaceDir/JOBID/name, replaced atomically (the stager is root). */
-static void ns_replace (const struct tier_conf *conf, uint32_t job,
-                        const char *name, const char *text)
-{
-    char tmp[64];
-
-    (void) snprintf (tmp, sizeof (tmp), "%s.%d", name, (int) getpid ());
-    if (tier_ns_write (conf->namespace_dir, job, tmp, text) == 0) {
-        char a[PATH_MAX], b[PATH_MAX];
-        (void) snprintf (a, sizeof (a), "%s/%u/%s", conf->namespace_dir, job,
-                         tmp);
-        (void) snprintf (b, sizeof (b), "%s/%u/%s", conf->namespace_dir, job,
-                         name);
-        (void) rename (a, b);
-    }
-}
-
 /* The stager's copier waits for a GFS stream (streams.c). */
 static bool stager_queued;
 static uint64_t stager_meta;        /* GFS metadata operations of the copy */
@@ -124,14 +107,6 @@ static uint64_t stager_meta;        /* GFS metadata operations of the copy */
  * part P is stage.P.status and so on.  The stager (its own process)
  * writes its own part's. */
 static int stager_part;
-
-static void part_name (int part, const char *what, char *buf, size_t size)
-{
-    if (part == 0)
-        (void) snprintf (buf, size, "stage.%s", what);
-    else
-        (void) snprintf (buf, size, "stage.%d.%s", part, what);
-}
 
 /* stage.status, replaced atomically. */
 static void write_status (const struct tier_conf *conf, uint32_t job,
@@ -156,8 +131,8 @@ static void write_status (const struct tier_conf *conf, uint32_t job,
     json_decref (o);
     if (!s)
         return;
-    part_name (stager_part, "status", name, sizeof (name));
-    ns_replace (conf, job, name, s);
+    tier_ns_part_name (stager_part, TIER_NS_STAGE_STATUS, name, sizeof (name));
+    (void) tier_ns_write (conf->namespace_dir, job, name, s);
     free (s);
 }
 
@@ -838,8 +813,8 @@ static void record_made (const struct tier_conf *conf,
                                                                   : "")) < 0
         || !(text = json_dumps (made, JSON_COMPACT)))
         return;
-    part_name (r->part, "made", name, sizeof (name));
-    ns_replace (conf, r->job_id, name, text);
+    tier_ns_part_name (r->part, TIER_NS_STAGE_MADE, name, sizeof (name));
+    (void) tier_ns_write (conf->namespace_dir, r->job_id, name, text);
     free (text);
 }
 
@@ -996,7 +971,7 @@ static json_t *plan_load (const struct tier_conf *conf, uint32_t job)
     json_error_t jerr;
     json_t *o;
 
-    if (tier_ns_read (conf->namespace_dir, job, "stage.items", buf,
+    if (tier_ns_read (conf->namespace_dir, job, TIER_NS_STAGE_ITEMS, buf,
                       sizeof (buf)) < 0
         || !(o = json_loads (buf, 0, &jerr)))
         return NULL;
@@ -1019,8 +994,7 @@ static json_t *stage_plan (const struct tier_conf *conf,
     json_t *plan = plan_load (conf, r->job_id), *known, *index;
     size_t nknown, i;
     int n = 0, fresh = 0;
-
-    char buf[64];
+    char buf[64], name[TIER_NS_NAME_MAX];
     bool legacy;
 
     known = plan ? json_object_get (plan, "items") : NULL;
@@ -1030,8 +1004,9 @@ static json_t *stage_plan (const struct tier_conf *conf,
                    : 0;
     /* a stage-in without a plan: an older agent's, items unknown (as
      * before: once per job, the items in request order) */
-    legacy = !plan && tier_ns_read (conf->namespace_dir, r->job_id,
-                                    "stage.status", buf, sizeof (buf)) == 0;
+    tier_ns_part_name (0, TIER_NS_STAGE_STATUS, name, sizeof (name));
+    legacy = !plan && tier_ns_read (conf->namespace_dir, r->job_id, name,
+                                    buf, sizeof (buf)) == 0;
     r->base = (int) nknown;
     if (!(index = json_array ())) {
         json_decref (plan);
@@ -1111,7 +1086,8 @@ static int stage_plan_commit (const struct tier_conf *conf,
         goto nomem;
     }
     json_decref (plan);
-    ns_replace (conf, r->job_id, "stage.items", text);
+    (void) tier_ns_write (conf->namespace_dir, r->job_id, TIER_NS_STAGE_ITEMS,
+                          text);
     free (text);
     return 0;
 nomem:
@@ -1240,7 +1216,7 @@ json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
     (void) snprintf (pidbuf, sizeof (pidbuf), "%d", (int) pid);
     {
         char name[48];
-        part_name (r.part, "pid", name, sizeof (name));
+        tier_ns_part_name (r.part, TIER_NS_STAGE_PID, name, sizeof (name));
         (void) tier_ns_write (a->conf->namespace_dir, r.job_id, name,
                               pidbuf);
     }
@@ -1354,7 +1330,7 @@ static void drop_made (struct agent *a, const struct store_job *job,
     pid_t pid;
     int status = 0;
 
-    part_name (part, "made", name, sizeof (name));
+    tier_ns_part_name (part, TIER_NS_STAGE_MADE, name, sizeof (name));
     if (tier_ns_read (a->conf->namespace_dir, job->job_id, name, buf,
                       sizeof (buf)) < 0)
         return;
@@ -1396,7 +1372,7 @@ static bool part_end (struct agent *a, const struct store_job *job, int part)
     const char *state;
     json_t *o;
 
-    part_name (part, "status", name, sizeof (name));
+    tier_ns_part_name (part, TIER_NS_STAGE_STATUS, name, sizeof (name));
     if (tier_ns_read (a->conf->namespace_dir, job->job_id, name, buf,
                       sizeof (buf)) < 0)
         return false;
@@ -1405,7 +1381,7 @@ static bool part_end (struct agent *a, const struct store_job *job, int part)
     state = json_string_value (json_object_get (o, "state"));
     if (!state || (strcmp (state, "done") && strcmp (state, "failed"))) {
         char pidbuf[32];
-        part_name (part, "pid", name, sizeof (name));
+        tier_ns_part_name (part, TIER_NS_STAGE_PID, name, sizeof (name));
         if (tier_ns_read (a->conf->namespace_dir, job->job_id, name,
                           pidbuf, sizeof (pidbuf)) == 0) {
             pid_t pid = (pid_t) atoi (pidbuf);

@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "paths.h"
 #include "jobns.h"
+#include "trust.h"
 
 #ifndef NSFS_MAGIC
 #define NSFS_MAGIC 0x6e736673
@@ -256,7 +257,7 @@ int tier_ns_paths (const char *base, uint32_t job_id, char *dir,
 {
     if (dir && snprintf (dir, size, "%s/%u", base, job_id) >= (int) size)
         goto toolong;
-    if (holder && snprintf (holder, size, "%s/%u/mnt", base, job_id)
+    if (holder && snprintf (holder, size, "%s/%u/" TIER_NS_HOLDER, base, job_id)
                   >= (int) size)
         goto toolong;
     return 0;
@@ -286,7 +287,7 @@ int tier_ns_lock (const char *base, uint32_t job_id, tier_error_t *error)
     char path[PATH_MAX];
     int fd;
 
-    if (snprintf (path, sizeof (path), "%s/%u/lock", base, job_id)
+    if (snprintf (path, sizeof (path), "%s/%u/" TIER_NS_LOCK, base, job_id)
         >= (int) sizeof (path)) {
         errno = ENAMETOOLONG;
         return tier_errprintf (error, "path too long");
@@ -302,32 +303,160 @@ int tier_ns_lock (const char *base, uint32_t job_id, tier_error_t *error)
     return fd;
 }
 
-int tier_ns_mark (const char *base, uint32_t job_id, const char *name)
+void tier_ns_part_name (int part, const char *what, char *buf, size_t size)
 {
-    char path[PATH_MAX];
-    int fd;
+    if (part == 0)
+        (void) snprintf (buf, size, "stage.%s", what);
+    else
+        (void) snprintf (buf, size, "stage.%d.%s", part, what);
+}
 
-    if (snprintf (path, sizeof (path), "%s/%u/%s", base, job_id, name)
+/* The job's directory, if it passes the rules (root's, 0700). */
+static int job_dir (const char *base, uint32_t job_id)
+{
+    static const struct tier_trust rule = {
+        .kind = TIER_TRUST_ROOT_DIR, .deny = 077,
+    };
+    char path[PATH_MAX];
+
+    if (snprintf (path, sizeof (path), "%s/%u", base, job_id)
         >= (int) sizeof (path)) {
         errno = ENAMETOOLONG;
         return -1;
     }
-    if ((fd = open (path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600))
-        < 0)
+    return tier_trust_open (path, &rule, NULL);
+}
+
+static bool name_ok (const char *name)
+{
+    return name && name[0] && name[0] != '.' && !strchr (name, '/')
+           && strlen (name) < TIER_NS_NAME_MAX;
+}
+
+int tier_ns_write (const char *base, uint32_t job_id, const char *name,
+                   const char *text)
+{
+    char tmp[TIER_NS_NAME_MAX + 32];
+    size_t len = strlen (text);
+    int dfd, fd, e;
+
+    if (!name_ok (name)) {
+        errno = EINVAL;
         return -1;
+    }
+    if ((dfd = job_dir (base, job_id)) < 0)
+        return -1;
+    (void) snprintf (tmp, sizeof (tmp), ".%s.%d.%lld", name, (int) getpid (),
+                     (long long) tier_now_ns ());
+    if ((fd = openat (dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC
+                      | O_NOFOLLOW, 0600)) < 0)
+        goto fail;
+    if (write (fd, text, len) != (ssize_t) len) {
+        e = errno ? errno : EIO;
+        close (fd);
+        (void) unlinkat (dfd, tmp, 0);
+        errno = e;
+        goto fail;
+    }
     close (fd);
+    if (renameat (dfd, tmp, dfd, name) < 0) {
+        e = errno;
+        (void) unlinkat (dfd, tmp, 0);
+        errno = e;
+        goto fail;
+    }
+    close (dfd);
     return 0;
+fail:
+    e = errno;
+    close (dfd);
+    errno = e;
+    return -1;
+}
+
+int tier_ns_mark (const char *base, uint32_t job_id, const char *name)
+{
+    return tier_ns_write (base, job_id, name, "");
+}
+
+/* The file name of the job's directory, checked: root's and regular. */
+static int ns_open (const char *base, uint32_t job_id, const char *name)
+{
+    static const struct tier_trust rule = { .kind = TIER_TRUST_ROOT_FILE };
+    int dfd, fd, e;
+
+    if (!name_ok (name)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if ((dfd = job_dir (base, job_id)) < 0)
+        return -1;
+    fd = tier_trust_openat (dfd, base, name, &rule, NULL);
+    e = errno;
+    close (dfd);
+    errno = e;
+    return fd;
 }
 
 bool tier_ns_marked (const char *base, uint32_t job_id, const char *name)
 {
-    char path[PATH_MAX];
-    struct stat st;
+    int fd = ns_open (base, job_id, name);
 
-    if (snprintf (path, sizeof (path), "%s/%u/%s", base, job_id, name)
-        >= (int) sizeof (path))
+    if (fd < 0)
         return false;
-    return lstat (path, &st) == 0 && S_ISREG (st.st_mode);
+    close (fd);
+    return true;
+}
+
+int tier_ns_read (const char *base, uint32_t job_id, const char *name,
+                  char *buf, size_t size)
+{
+    size_t got = 0;
+    int fd, e;
+
+    if (size == 0 || (fd = ns_open (base, job_id, name)) < 0)
+        return -1;
+    for (;;) {
+        ssize_t n = read (fd, buf + got, size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            goto fail;
+        if (n == 0)
+            break;
+        got += (size_t) n;
+        if (got == size) {
+            errno = EFBIG;
+            goto fail;
+        }
+    }
+    close (fd);
+    buf[got] = '\0';
+    return 0;
+fail:
+    e = errno;
+    close (fd);
+    errno = e;
+    return -1;
+}
+
+int tier_ns_remove (const char *base, uint32_t job_id, const char *name)
+{
+    int dfd, rc, e;
+
+    if (!name_ok (name)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if ((dfd = job_dir (base, job_id)) < 0)
+        return -1;
+    rc = unlinkat (dfd, name, 0);
+    e = errno;
+    close (dfd);
+    if (rc < 0 && e == ENOENT)
+        return 0;
+    errno = e;
+    return rc;
 }
 
 static int holder_ino (const char *holder, struct stat *st)
@@ -365,25 +494,6 @@ int tier_ns_pids (const char *base, uint32_t job_id, pid_t *pids, int max)
     }
     closedir (d);
     return n;
-}
-
-static int write_uid (const char *dir, uid_t uid)
-{
-    char path[PATH_MAX], buf[32];
-    int fd, n;
-
-    if (snprintf (path, sizeof (path), "%s/uid", dir) >= (int) sizeof (path))
-        return -1;
-    if ((fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC
-                    | O_NOFOLLOW, 0600)) < 0)
-        return -1;
-    n = snprintf (buf, sizeof (buf), "%u\n", (unsigned) uid);
-    if (write (fd, buf, n) != n) {
-        close (fd);
-        return -1;
-    }
-    close (fd);
-    return 0;
 }
 
 static int teardown_locked (const char *base, uint32_t job_id, int wait_ms,
@@ -472,7 +582,11 @@ int tier_ns_create (const char *base, uint32_t job_id, uid_t uid,
         ;
     errno = e;
     if (rc == 0)
-        (void) write_uid (dir, uid);
+        {
+            char u[32];
+            (void) snprintf (u, sizeof (u), "%u\n", (unsigned) uid);
+            (void) tier_ns_write (base, job_id, TIER_NS_UID, u);
+        }
 out:
     e = errno;
     for (int i = 0; i < 2; i++) {
@@ -882,47 +996,3 @@ out:
     return rc;
 }
 
-int tier_ns_write (const char *base, uint32_t job_id, const char *name,
-                   const char *text)
-{
-    char path[PATH_MAX];
-    size_t len = strlen (text);
-    int fd;
-
-    if (snprintf (path, sizeof (path), "%s/%u/%s", base, job_id, name)
-        >= (int) sizeof (path)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    if ((fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC
-                    | O_NOFOLLOW, 0600)) < 0)
-        return -1;
-    if (write (fd, text, len) != (ssize_t) len) {
-        close (fd);
-        return -1;
-    }
-    close (fd);
-    return 0;
-}
-
-int tier_ns_read (const char *base, uint32_t job_id, const char *name,
-                  char *buf, size_t size)
-{
-    char path[PATH_MAX];
-    ssize_t n;
-    int fd;
-
-    if (snprintf (path, sizeof (path), "%s/%u/%s", base, job_id, name)
-        >= (int) sizeof (path)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    if ((fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
-        return -1;
-    n = read (fd, buf, size - 1);
-    close (fd);
-    if (n < 0)
-        return -1;
-    buf[n] = '\0';
-    return 0;
-}

@@ -4,13 +4,18 @@
  * extend, tear down (libc only: the plugin and the agent share it).
  *
  *   NamespaceDir/                 bind-mounted onto itself, MS_PRIVATE
- *     JOBID/                      root 0700
- *       mnt                       the holder: /proc/PID/ns/mnt bound here
- *       lock                      flock: one creator/extender at a time
- *       ready                     the job's mounts are made
- *       uid                       the owner (for a restarted agent)
- *       ended                     the agent learnt from slurmctld that
- *                                 the job (not in its registry) ended
+ *     JOBID/                      root 0700: the files of the job below,
+ *                                 every one root's, mode 0600, named by
+ *                                 the TIER_NS_* macros here and nowhere
+ *                                 else, written whole under a temporary
+ *                                 name and renamed (never seen half),
+ *                                 read under lib/trust.h's rules
+ *
+ * This directory is the one channel between the plugin (in slurmstepd
+ * and the prolog and epilog) and the agent that is not a message: the
+ * plugin leaves what a later step, the epilog or a restarted agent must
+ * find, and the agent's stager leaves its progress for the waiting
+ * tasks.
  *
  * The namespace is made by a forked child (slurmstepd is multithreaded and
  * cannot unshare or setns itself): unshare(CLONE_NEWNS), then
@@ -30,6 +35,35 @@
 #include "error.h"
 
 #define TIER_NS_PIDS_MAX 4096
+
+/* The files of a job's directory, and who writes them. */
+#define TIER_NS_HOLDER      "mnt"       /* tier_ns_create: /proc/PID/ns/mnt
+                                         * bound here holds the namespace */
+#define TIER_NS_LOCK        "lock"      /* tier_ns_lock: flock, one creator
+                                         * or extender at a time */
+#define TIER_NS_UID         "uid"       /* tier_ns_create: the owner */
+#define TIER_NS_RESTART     "restart"   /* plugin: the restart count of the
+                                         * run that made the namespace */
+#define TIER_NS_READY       "ready"     /* plugin: the job's mounts are made */
+#define TIER_NS_FAILED      "failed"    /* plugin: they could not be */
+#define TIER_NS_SCRATCH     "scratch"   /* plugin: the pipeline directories
+                                         * mounted, for the epilog */
+#define TIER_NS_BOUND       "bound"     /* plugin: the eager-mode binds */
+#define TIER_NS_BIND_ERROR  "bind.error" /* plugin: why one was not made */
+#define TIER_NS_STAGEOUT    "stageout"  /* plugin: the write caches mounted */
+#define TIER_NS_STAGED      "staged"    /* plugin: stage-in was asked for */
+#define TIER_NS_CANCELLED   "cancelled" /* plugin: the job is being killed */
+#define TIER_NS_ENDED       "ended"     /* epilog or agent: the job ended */
+#define TIER_NS_STAGE_ITEMS "stage.items" /* agent: the stage-in plan */
+/* Per part P of the job's stage-in (part 0: "stage.WHAT", else
+ * "stage.P.WHAT"), written by the agent's stager: */
+#define TIER_NS_STAGE_STATUS "status"   /* progress and outcome (JSON) */
+#define TIER_NS_STAGE_MADE   "made"     /* mount point files it created */
+#define TIER_NS_STAGE_PID    "pid"      /* the stager */
+#define TIER_NS_NAME_MAX    48
+
+/* The name of part's file what ("status", ...) into buf. */
+void tier_ns_part_name (int part, const char *what, char *buf, size_t size);
 
 /* Open a tier root (NvdimmDir, BBDir), creating it root 0700 (and its
  * missing parents 0755) if needed: every parent must be a root-owned
@@ -73,16 +107,22 @@ int tier_ns_run (const char *base, uint32_t job_id, tier_ns_fn fn, void *arg,
 /* Per-job exclusive lock (flock on JOBID/lock); returns an fd or -1. */
 int tier_ns_lock (const char *base, uint32_t job_id, tier_error_t *error);
 
-/* Marker files in the job's directory ("ready"). */
+/* Marker files in the job's directory (TIER_NS_READY): empty files. */
 int tier_ns_mark (const char *base, uint32_t job_id, const char *name);
 bool tier_ns_marked (const char *base, uint32_t job_id, const char *name);
 
-/* A small root-only file in the job's directory (e.g. "scratch": the
- * directories mounted, for the epilog). */
+/* A small file of the job's directory (TIER_NS_SCRATCH, ...): replaced
+ * whole (a unique temporary, then rename), or read whole into buf
+ * (NUL-terminated; EFBIG if it does not fit).  The job's directory must
+ * pass lib/trust.h's ROOT_DIR rule with mode 0700 and the file be a
+ * root-owned regular file, else EPERM.  Returns 0 or -1 with errno.
+ */
 int tier_ns_write (const char *base, uint32_t job_id, const char *name,
                    const char *text);
 int tier_ns_read (const char *base, uint32_t job_id, const char *name,
                   char *buf, size_t size);
+/* Remove one (ENOENT is not an error). */
+int tier_ns_remove (const char *base, uint32_t job_id, const char *name);
 
 /* Processes inside the job's namespace (from /proc/PID/ns/mnt); returns
  * how many were found (up to max), -1 if the holder is gone.

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "state.h"
+#include "trust.h"
 
 int tier_state_name_valid (const char *name)
 {
@@ -189,4 +190,66 @@ fail:
     close (d);
     errno = e;
     return -1;
+}
+
+int tier_state_user_path (const char *root, const char *user,
+                          const char *sub, char *buf, size_t size)
+{
+    int n;
+
+    if (!root || root[0] != '/' || !tier_state_name_valid (user)
+        || (sub && (sub[0] == '/' || strstr (sub, "..")))) {
+        errno = EINVAL;
+        return -1;
+    }
+    n = sub ? snprintf (buf, size, "%s/users/%s/%s", root, user, sub)
+            : snprintf (buf, size, "%s/users/%s", root, user);
+    if (n < 0 || (size_t) n >= size) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
+void tier_state_job_name (uint32_t job_id, uint32_t restart, char *buf,
+                          size_t size)
+{
+    (void) snprintf (buf, size, "%u.%u", job_id, restart);
+}
+
+void tier_state_manifest_name (const char *node, char *buf, size_t size)
+{
+    (void) snprintf (buf, size, "outputs-%s.json", node);
+}
+
+int tier_state_user_open (const char *root, const char *user, uid_t uid,
+                          const char *sub, bool create, tier_error_t *error)
+{
+    const struct tier_trust rootrule = { .kind = TIER_TRUST_ROOT_DIR };
+    struct tier_trust own = {
+        .kind = TIER_TRUST_USER_PRIVATE, .uid = uid, .flags = O_DIRECTORY,
+        .create = create ? 0700 : 0, .parents = create,
+    };
+    char shown[PATH_MAX], rel[PATH_MAX];
+    int rfd, fd, e;
+
+    if (tier_state_user_path (root, user, sub, shown, sizeof (shown)) < 0) {
+        if (errno == EINVAL)
+            return tier_errprintf (error, "%s: not a usable user name or "
+                                   "path (or no SharedStateDir)",
+                                   user ? user : "");
+        return tier_errprintf (error, "%s/users/%s: path too long", root,
+                               user);
+    }
+    (void) snprintf (rel, sizeof (rel), "%s%s%s", user, sub ? "/" : "",
+                     sub ? sub : "");
+    (void) snprintf (shown, sizeof (shown), "%s/users", root);
+    if ((rfd = tier_trust_open (shown, &rootrule, error)) < 0)
+        return -1;
+    own.gid = (gid_t) -1;               /* made by root: given to uid only */
+    fd = tier_trust_openat (rfd, shown, rel, &own, error);
+    e = errno;
+    close (rfd);
+    errno = e;
+    return fd;
 }

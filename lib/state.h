@@ -6,7 +6,16 @@
  *   SharedStateDir/          root-owned, not writable by group or others
  *     users/                 root-owned 0755
  *       USER/                made by root, owned by USER, 0700
+ *         policies.json      the user's policies (tierctl set policy)
+ *         credentials        endpoint credentials (0600, the user's)
+ *         jobs/JOB.RESTART/  a job's frozen policy set and manifests
+ *         stats/BATCH/       per-batch snapshots, one per node
+ *         stage-refs/        references to stage-in mount point files
  *     stats/                 root-owned 0755 (per-batch snapshots)
+ *
+ * This module is the only code that knows these names: everyone else
+ * asks for a path (tier_state_user_path) or a descriptor
+ * (tier_state_user_open, tier_state_user_dir) by the TIER_STATE_* names.
  *
  * Every component is opened with O_NOFOLLOW|O_DIRECTORY beneath the
  * previous one; a symlink, a directory owned by someone else, or one that
@@ -15,9 +24,41 @@
 #ifndef TIER_STATE_H
 #define TIER_STATE_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "error.h"
+
+/* The names in a user's directory. */
+#define TIER_STATE_POLICIES    "policies.json"
+#define TIER_STATE_CREDENTIALS "credentials"
+#define TIER_STATE_JOBS        "jobs"
+#define TIER_STATE_STATS       "stats"
+#define TIER_STATE_STAGE_REFS  "stage-refs"
+
+/* root/users/USER, or root/users/USER/SUB (SUB may have several
+ * components: "jobs/42.0"), into buf.  -1 with errno EINVAL (no root, a
+ * bad user name) or ENAMETOOLONG. */
+int tier_state_user_path (const char *root, const char *user,
+                          const char *sub, char *buf, size_t size);
+
+/* The name of a job's directory under TIER_STATE_JOBS ("JOB.RESTART")
+ * and of a node's manifest in it ("outputs-NODE.json"). */
+void tier_state_job_name (uint32_t job_id, uint32_t restart, char *buf,
+                          size_t size);
+void tier_state_manifest_name (const char *node, char *buf, size_t size);
+
+/* Open root/users/USER[/SUB] as the user (a forked child with the
+ * user's own credentials, lib/cred.h TIER_CRED_OWN) or as root: the
+ * root and users/ under lib/trust.h's ROOT_DIR rule, USER and every
+ * component of SUB under its USER_PRIVATE rule for uid (a directory:
+ * O_DIRECTORY), each made 0700 if missing when create is set.  Returns a
+ * descriptor or -1 with errno and a text.
+ */
+int tier_state_user_open (const char *root, const char *user, uid_t uid,
+                          const char *sub, bool create, tier_error_t *error);
 
 /* Open (creating it if missing, as root) the root and its "users" and
  * "stats" directories.  Returns a descriptor of the root, or -1.

@@ -468,10 +468,10 @@ static void bind_all (const struct mount_ctx *m)
         }
         p += l + (p[l] == ':');
     }
-    (void) tier_ns_write (m->conf->namespace_dir, m->job_id, "bound", bound);
+    (void) tier_ns_write (m->conf->namespace_dir, m->job_id, TIER_NS_BOUND, bound);
     if (errs[0])
         (void) tier_ns_write (m->conf->namespace_dir, m->job_id,
-                              "bind.error", errs);
+                              TIER_NS_BIND_ERROR, errs);
 }
 
 /* In the forked child that joined the namespace. */
@@ -563,7 +563,7 @@ int tier_ns_setup (spank_t sp, tier_error_t *error)
          * its teardown deferred) is never joined: start afresh, or fail */
         char r[32];
         bool stale = tier_ns_exists (base, m.job_id)
-                     && tier_ns_read (base, m.job_id, "restart", r,
+                     && tier_ns_read (base, m.job_id, TIER_NS_RESTART, r,
                                       sizeof (r)) == 0
                      && strtoul (r, NULL, 10) != m.restart;
         if (tier_ns_create (base, m.job_id, m.uid, stale, error) < 0) {
@@ -575,40 +575,40 @@ int tier_ns_setup (spank_t sp, tier_error_t *error)
             }
             return -1;
         }
-        if (tier_ns_read (base, m.job_id, "restart", r, sizeof (r)) < 0) {
+        if (tier_ns_read (base, m.job_id, TIER_NS_RESTART, r, sizeof (r)) < 0) {
             (void) snprintf (r, sizeof (r), "%u", m.restart);
-            (void) tier_ns_write (base, m.job_id, "restart", r);
+            (void) tier_ns_write (base, m.job_id, TIER_NS_RESTART, r);
         }
     }
     if ((lockfd = tier_ns_lock (base, m.job_id, error)) < 0)
         return -1;
-    if (tier_ns_marked (base, m.job_id, "ready"))
+    if (tier_ns_marked (base, m.job_id, TIER_NS_READY))
         rc = 0;                         /* an earlier step made them */
-    else if (tier_ns_marked (base, m.job_id, "failed"))
+    else if (tier_ns_marked (base, m.job_id, TIER_NS_FAILED))
         tier_errprintf (error, "the job's tiers could not be set up on "
                         "this node (see the first step's message)");
     else if (tier_ns_run (base, m.job_id, mount_all, &m, error) == 0) {
-        (void) tier_ns_mark (base, m.job_id, "ready");
-        (void) tier_ns_write (base, m.job_id, "scratch", m.scratch);
+        (void) tier_ns_mark (base, m.job_id, TIER_NS_READY);
+        (void) tier_ns_write (base, m.job_id, TIER_NS_SCRATCH, m.scratch);
         if (m.stage_out[0]
-            && (tier_ns_write (base, m.job_id, "stageout", m.stage_out) < 0
+            && (tier_ns_write (base, m.job_id, TIER_NS_STAGEOUT, m.stage_out) < 0
                 || tier_stageout_start (tier.conf, m.job_id, m.restart,
                                         m.stage_out, error) < 0)) {
             slurm_error ("tier: job %u: stage-out: %s", m.job_id,
                          error->text);
-            (void) tier_ns_mark (base, m.job_id, "failed");
+            (void) tier_ns_mark (base, m.job_id, TIER_NS_FAILED);
             rc = -1;
         }
         else
             rc = 0;
     }
     else
-        (void) tier_ns_mark (base, m.job_id, "failed");
-    if (rc == 0 && tier_ns_read (base, m.job_id, "bound", tier.bound,
+        (void) tier_ns_mark (base, m.job_id, TIER_NS_FAILED);
+    if (rc == 0 && tier_ns_read (base, m.job_id, TIER_NS_BOUND, tier.bound,
                                  sizeof (tier.bound)) < 0)
         tier.bound[0] = '\0';
     if (rc == 0 && tier.binds[0]
-        && tier_ns_read (base, m.job_id, "bind.error", tier.bind_error,
+        && tier_ns_read (base, m.job_id, TIER_NS_BIND_ERROR, tier.bind_error,
                          sizeof (tier.bind_error)) == 0)
         slurm_error ("tier: job %u: eager mode: %s", m.job_id,
                      tier.bind_error);

@@ -355,17 +355,17 @@ static void ns_join_existing (spank_t sp)
 
     if (!base || tier.opt_error[0] || get_u32 (sp, S_JOB_ID, &job_id) < 0
         || !tier_ns_exists (base, job_id)
-        || !tier_ns_marked (base, job_id, "ready")
-        || tier_ns_marked (base, job_id, "failed")
-        || tier_ns_read (base, job_id, "restart", r, sizeof (r)) < 0
+        || !tier_ns_marked (base, job_id, TIER_NS_READY)
+        || tier_ns_marked (base, job_id, TIER_NS_FAILED)
+        || tier_ns_read (base, job_id, TIER_NS_RESTART, r, sizeof (r)) < 0
         || strtoul (r, NULL, 10) != job_restart (sp, job_id))
         return;
     tier.job_id = job_id;
     tier.restart = (uint32_t) strtoul (r, NULL, 10);
-    if (tier_ns_read (base, job_id, "scratch", tier.opts.scratch,
+    if (tier_ns_read (base, job_id, TIER_NS_SCRATCH, tier.opts.scratch,
                       sizeof (tier.opts.scratch)) < 0)
         tier.opts.scratch[0] = '\0';
-    if (tier_ns_read (base, job_id, "bound", tier.bound,
+    if (tier_ns_read (base, job_id, TIER_NS_BOUND, tier.bound,
                       sizeof (tier.bound)) < 0)
         tier.bound[0] = '\0';
     tier.ns_ok = 1;
@@ -507,13 +507,13 @@ static bool gone_ask (uint32_t job_id)
 {
     if (!tier_job_gone (job_id))
         return false;
-    (void) tier_ns_mark (tier.conf->namespace_dir, job_id, "cancelled");
+    (void) tier_ns_mark (tier.conf->namespace_dir, job_id, TIER_NS_CANCELLED);
     return true;
 }
 
 static bool gone_marker (uint32_t job_id)
 {
-    return tier_ns_marked (tier.conf->namespace_dir, job_id, "cancelled");
+    return tier_ns_marked (tier.conf->namespace_dir, job_id, TIER_NS_CANCELLED);
 }
 
 /* The node-side check of the options, from the job's real items. */

@@ -174,10 +174,7 @@ int tier_stage_wait (const struct tier_conf *conf, uint32_t job_id,
             bool q = false;
             size_t len;
 
-            if (p == 0)
-                (void) snprintf (name, sizeof (name), "stage.status");
-            else
-                (void) snprintf (name, sizeof (name), "stage.%d.status", p);
+            tier_ns_part_name (p, TIER_NS_STAGE_STATUS, name, sizeof (name));
             if (tier_ns_read (conf->namespace_dir, job_id, name, buf,
                               sizeof (buf)) < 0)
                 continue;
@@ -249,7 +246,7 @@ int tier_stage_bind (const struct tier_conf *conf, uint32_t job_id,
         return -1;
     if ((lockfd = tier_ns_lock (conf->namespace_dir, job_id, error)) < 0)
         return -1;
-    if (tier_ns_marked (conf->namespace_dir, job_id, "staged"))
+    if (tier_ns_marked (conf->namespace_dir, job_id, TIER_NS_STAGED))
         goto out;
     for (int k = 0; k < n && rc == 0; k++) {
         char src[PATH_MAX + 64], url[PATH_MAX], path[PATH_MAX];
@@ -307,7 +304,7 @@ int tier_stage_bind (const struct tier_conf *conf, uint32_t job_id,
         close (tfd);
     }
     if (rc == 0)
-        (void) tier_ns_mark (conf->namespace_dir, job_id, "staged");
+        (void) tier_ns_mark (conf->namespace_dir, job_id, TIER_NS_STAGED);
 out:
     close (lockfd);
     return rc;

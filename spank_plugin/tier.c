@@ -518,7 +518,7 @@ static void stage_out_job_end (const struct tier_conf *conf, uint32_t job_id)
     struct tier_stageout_left left;
     tier_error_t error;
 
-    if (tier_ns_read (conf->namespace_dir, job_id, "stageout", list,
+    if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_STAGEOUT, list,
                       sizeof (list)) < 0 || !list[0])
         return;
     if (tier_stageout_sync (conf, job_id,
@@ -572,14 +572,14 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
         gid_t gid = 0;
 
         /* this run of the job (a requeued one keeps beside the first) */
-        if (tier_ns_read (conf->namespace_dir, job_id, "restart", r,
+        if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_RESTART, r,
                           sizeof (r)) == 0)
             restart = (uint32_t) strtoul (r, NULL, 10);
         tier_keep_name (job_id, restart, name, sizeof (name));
 
         /* the directories mounted, each with the keep= of its frozen
          * policy; --tier-keep for those without */
-        if (tier_ns_read (conf->namespace_dir, job_id, "scratch", scratch,
+        if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_SCRATCH, scratch,
                           sizeof (scratch)) == 0 && scratch[0]
             && spank_get_item (sp, S_JOB_UID, &uid) == ESPANK_SUCCESS
             && spank_get_item (sp, S_JOB_GID, &gid) == ESPANK_SUCCESS) {
@@ -627,7 +627,7 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
      * an unmarked namespace made after the run's end is a new run's) */
     {
         int rc;
-        (void) tier_ns_mark (conf->namespace_dir, job_id, "ended");
+        (void) tier_ns_mark (conf->namespace_dir, job_id, TIER_NS_ENDED);
         rc = tier_job_reclaim (conf->namespace_dir, conf->nvdimm_dir,
                                    job_id, &error);
         if (rc != 0)
