@@ -22,18 +22,6 @@
 
 #define ERRNO_MAX 4095          /* the kernel's errno range */
 
-static int remaining_ms (int64_t deadline)
-{
-    int64_t left;
-
-    if (deadline < 0)
-        return -1;
-    left = deadline - tier_now_ms ();
-    if (left < 0)
-        return 0;
-    return left > 1000000000 ? 1000000000 : (int) left;
-}
-
 /* Request ids: unique per process, never 0.  Atomic, no lock: the
  * interposer may call from any thread.
  */
@@ -74,7 +62,7 @@ static int connect_within (int fd, const struct sockaddr_un *sa,
             socklen_t len = sizeof (int);
             int n, err = 0;
 
-            while ((n = poll (&p, 1, remaining_ms (deadline))) < 0
+            while ((n = poll (&p, 1, tier_remaining_ms (deadline))) < 0
                    && errno == EINTR)
                 ;
             if (n == 0)
@@ -91,12 +79,12 @@ static int connect_within (int fd, const struct sockaddr_un *sa,
         }
         if (errno != EAGAIN)
             return -1;
-        if (remaining_ms (deadline) == 0) {
+        if (tier_remaining_ms (deadline) == 0) {
             errno = ETIMEDOUT;
             return -1;
         }
         {
-            int left = remaining_ms (deadline);
+            int left = tier_remaining_ms (deadline);
             struct timespec ts;
 
             if (left >= 0 && left < pause_ms)
@@ -231,7 +219,7 @@ int tier_client_call_fds (int fd, const char *body, const int *fds,
         goto error;
     }
     if (tier_msg_recv (fd, &hdr, &rbody, got, &ngot, maxrfds,
-                       TIER_MSG_MAX, remaining_ms (deadline), error) < 0)
+                       TIER_MSG_MAX, tier_remaining_ms (deadline), error) < 0)
         return -1;
     if (hdr.version != TIER_PROTO_VERSION) {
         errno = EPROTO;

@@ -17,4 +17,11 @@ int64_t tier_now_ms (void);
 int64_t tier_now_us (void);
 int64_t tier_now_ns (void);
 
+/* Deadlines in tier_now_ms time; -1 is "none".  tier_deadline_ms of a
+ * timeout (-1: none); tier_remaining_ms of a deadline, as poll() takes
+ * it: -1 for none, 0 once past, else the milliseconds left (capped so
+ * that they fit an int). */
+int64_t tier_deadline_ms (int timeout_ms);
+int tier_remaining_ms (int64_t deadline);
+
 #endif /* !TIER_CLOCK_H */

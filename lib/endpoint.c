@@ -25,88 +25,6 @@
 #include "endpoint.h"
 
 /*
- * Growing strings.
- */
-
-void ep_buf_add (struct ep_buf *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->size) {
-        size_t size = b->size ? b->size : 256;
-        char *p;
-
-        while (size < b->len + n + 1)
-            size *= 2;
-        if (!(p = realloc (b->s, size))) {
-            b->failed = 1;
-            return;
-        }
-        b->s = p;
-        b->size = size;
-    }
-    memcpy (b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-void ep_buf_puts (struct ep_buf *b, const char *s)
-{
-    ep_buf_add (b, s, strlen (s));
-}
-
-void ep_buf_printf (struct ep_buf *b, const char *fmt, ...)
-{
-    char small[256];
-    va_list ap;
-    int n;
-
-    va_start (ap, fmt);
-    n = vsnprintf (small, sizeof (small), fmt, ap);
-    va_end (ap);
-    if (n < 0) {
-        b->failed = 1;
-        return;
-    }
-    if ((size_t) n < sizeof (small)) {
-        ep_buf_add (b, small, (size_t) n);
-        return;
-    }
-    {
-        char *big = malloc ((size_t) n + 1);
-
-        if (!big) {
-            b->failed = 1;
-            return;
-        }
-        va_start (ap, fmt);
-        vsnprintf (big, (size_t) n + 1, fmt, ap);
-        va_end (ap);
-        ep_buf_add (b, big, (size_t) n);
-        free (big);
-    }
-}
-
-char *ep_buf_finish (struct ep_buf *b)
-{
-    if (!b->failed && !b->s)
-        ep_buf_add (b, "", 0);
-    if (b->failed) {
-        free (b->s);
-        memset (b, 0, sizeof (*b));
-        errno = ENOMEM;
-        return NULL;
-    }
-    return b->s;
-}
-
-void ep_buf_free (struct ep_buf *b)
-{
-    free (b->s);
-    memset (b, 0, sizeof (*b));
-}
-
-/*
  * Prefix URLs.
  */
 
@@ -135,7 +53,7 @@ static int valid_child_name (const char *name)
 struct tier_url *tier_url_child (const struct tier_url *url,
                                  const char *name, tier_error_t *error)
 {
-    struct ep_buf b = { 0 };
+    struct tier_strbuf b = { 0 };
     struct tier_url *child;
     char *enc = NULL;
 
@@ -152,26 +70,26 @@ struct tier_url *tier_url_child (const struct tier_url *url,
         return NULL;
     }
     if (url->scheme == TIER_URL_S3) {
-        ep_buf_printf (&b, "s3://%s/%s%s", url->bucket, url->key, name);
+        tier_strbuf_printf (&b, "s3://%s/%s%s", url->bucket, url->key, name);
     }
     else {
         if (!(enc = ep_path_encode (name))) {
             tier_errprintf (error, "out of memory");
             return NULL;
         }
-        ep_buf_printf (&b, "%s://%s", url->scheme == TIER_URL_HTTPS
+        tier_strbuf_printf (&b, "%s://%s", url->scheme == TIER_URL_HTTPS
                                       ? "https" : "http", url->host);
         if (url->port)
-            ep_buf_printf (&b, ":%d", url->port);
-        ep_buf_printf (&b, "%s%s", url->path, enc);
+            tier_strbuf_printf (&b, ":%d", url->port);
+        tier_strbuf_printf (&b, "%s%s", url->path, enc);
         free (enc);
     }
-    if (!ep_buf_finish (&b)) {
+    if (!tier_strbuf_finish (&b)) {
         tier_errprintf (error, "out of memory");
         return NULL;
     }
     child = tier_url_parse (b.s, error);
-    ep_buf_free (&b);
+    tier_strbuf_free (&b);
     return child;
 }
 
@@ -208,7 +126,7 @@ char *ep_xml_value (const char *xml, const char *tag)
 {
     char open[64], close[64];
     const char *start, *end;
-    struct ep_buf b = { 0 };
+    struct tier_strbuf b = { 0 };
 
     snprintf (open, sizeof (open), "<%s>", tag);
     snprintf (close, sizeof (close), "</%s>", tag);
@@ -232,7 +150,7 @@ char *ep_xml_value (const char *xml, const char *tag)
 
                 if ((size_t) (end - start) >= len
                     && !strncmp (start, ents[i].ent, len)) {
-                    ep_buf_add (&b, &ents[i].c, 1);
+                    tier_strbuf_add (&b, &ents[i].c, 1);
                     start += len;
                     break;
                 }
@@ -240,9 +158,9 @@ char *ep_xml_value (const char *xml, const char *tag)
             if (i < sizeof (ents) / sizeof (ents[0]))
                 continue;
         }
-        ep_buf_add (&b, start++, 1);
+        tier_strbuf_add (&b, start++, 1);
     }
-    return ep_buf_finish (&b);
+    return tier_strbuf_finish (&b);
 }
 
 /*
@@ -438,7 +356,7 @@ void ep_request_clear (struct ep_request *rq)
 {
     int saved = errno;
 
-    ep_buf_free (&rq->body);
+    tier_strbuf_free (&rq->body);
     free (rq->url);
     rq->url = NULL;
     curl_slist_free_all (rq->headers);
@@ -616,7 +534,7 @@ static size_t write_cb (char *data, size_t size, size_t nmemb, void *arg)
     }
     if (rq->out_fd < 0 || !status_ok_for_data (rq)) {
         if (rq->body.len + len <= EP_BODY_MAX)
-            ep_buf_add (&rq->body, data, len);
+            tier_strbuf_add (&rq->body, data, len);
         else if (rq->out_fd < 0 && rq->status < 300) {
             stop (rq, EPROTO, "the response is longer than %u bytes",
                   EP_BODY_MAX);

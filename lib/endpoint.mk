@@ -10,6 +10,7 @@
 noinst_LTLIBRARIES += libtier_remote.la
 
 libtier_remote_la_SOURCES = \
+	strbuf.c strbuf.h \
 	sigv4.c sigv4.h \
 	endpoint.c endpoint.h endpoint_int.h \
 	endpoint_creds.c \

@@ -19,14 +19,14 @@
 /* scheme://host[:port] */
 static char *origin (const struct tier_url *u)
 {
-    struct ep_buf b = { 0 };
+    struct tier_strbuf b = { 0 };
 
-    ep_buf_printf (&b, "%s://%s", u->scheme == TIER_URL_HTTPS ? "https"
+    tier_strbuf_printf (&b, "%s://%s", u->scheme == TIER_URL_HTTPS ? "https"
                                                                : "http",
                    u->host);
     if (u->port)
-        ep_buf_printf (&b, ":%d", u->port);
-    return ep_buf_finish (&b);
+        tier_strbuf_printf (&b, ":%d", u->port);
+    return tier_strbuf_finish (&b);
 }
 
 static int fixed_headers (struct ep_request *rq)
@@ -189,7 +189,7 @@ static int http_put (struct tier_endpoint *ep, int fd,
     static const long move_ok[] = { 201, 204, 0 };
     static const long del_ok[] = { 200, 202, 204, 404, 0 };
     const struct tier_url *u = ep->url;
-    struct ep_buf temp = { 0 }, dest = { 0 };
+    struct tier_strbuf temp = { 0 }, dest = { 0 };
     char rnd[TEMP_RANDLEN + 1];
     const char *slash, *name;
     char *org = NULL;
@@ -225,10 +225,10 @@ static int http_put (struct tier_endpoint *ep, int fd,
     ep_random_name (rnd, TEMP_RANDLEN);
     if (!(org = origin (u)))
         goto nomem;
-    ep_buf_printf (&temp, "%s%.*s.%s.tier-%s.part", org,
+    tier_strbuf_printf (&temp, "%s%.*s.%s.tier-%s.part", org,
                    (int) (name - u->path), u->path, name, rnd);
-    ep_buf_printf (&dest, "Destination: %s%s", org, u->path);
-    if (!ep_buf_finish (&temp) || !ep_buf_finish (&dest))
+    tier_strbuf_printf (&dest, "Destination: %s%s", org, u->path);
+    if (!tier_strbuf_finish (&temp) || !tier_strbuf_finish (&dest))
         goto nomem;
     if (put_file (ep, temp.s, fd, res->size, error) < 0)
         goto remove_temp;
@@ -265,8 +265,8 @@ nomem:
     errno = ENOMEM;
     tier_errprintf (error, "out of memory");
 out:
-    ep_buf_free (&temp);
-    ep_buf_free (&dest);
+    tier_strbuf_free (&temp);
+    tier_strbuf_free (&dest);
     free (org);
     return rc;
 }

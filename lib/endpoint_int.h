@@ -9,22 +9,7 @@
 #include <stdint.h>
 
 #include "endpoint.h"
-
-/* A growing string (responses, XML, URLs). */
-struct ep_buf {
-    char *s;
-    size_t len;
-    size_t size;
-    int failed;
-};
-
-void ep_buf_add (struct ep_buf *b, const char *s, size_t n);
-void ep_buf_puts (struct ep_buf *b, const char *s);
-void ep_buf_printf (struct ep_buf *b, const char *fmt, ...)
-    __attribute__ ((format (printf, 2, 3)));
-/* The string ("" if empty), or NULL with errno ENOMEM (buffer freed). */
-char *ep_buf_finish (struct ep_buf *b);
-void ep_buf_free (struct ep_buf *b);
+#include "strbuf.h"
 
 #define EP_BODY_MAX (64u << 10)         /* response bodies kept in memory */
 
@@ -53,7 +38,7 @@ struct ep_request {
 
     /* response */
     long status;
-    struct ep_buf body;             /* at most EP_BODY_MAX */
+    struct tier_strbuf body;             /* at most EP_BODY_MAX */
     char etag[256];
     char content_range[128];
     int64_t content_length;         /* -1: unknown */

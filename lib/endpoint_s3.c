@@ -192,7 +192,7 @@ int s3_setup (struct tier_endpoint *ep, tier_error_t *error)
 {
     const struct tier_creds *c = ep->opts.creds;
     const struct tier_url *u = ep->url;
-    struct ep_buf base = { 0 }, host = { 0 }, prefix = { 0 };
+    struct tier_strbuf base = { 0 }, host = { 0 }, prefix = { 0 };
     int path_style;
 
     if (!c || !c->access_key || !c->secret_key || !c->region) {
@@ -213,30 +213,30 @@ int s3_setup (struct tier_endpoint *ep, tier_error_t *error)
             return -1;
         ep->http_only = e->scheme == TIER_URL_HTTP;
         if (!path_style)
-            ep_buf_printf (&host, "%s.", u->bucket);
-        ep_buf_puts (&host, e->host);
+            tier_strbuf_printf (&host, "%s.", u->bucket);
+        tier_strbuf_puts (&host, e->host);
         if (e->port)
-            ep_buf_printf (&host, ":%d", e->port);
-        ep_buf_printf (&base, "%s://", ep->http_only ? "http" : "https");
+            tier_strbuf_printf (&host, ":%d", e->port);
+        tier_strbuf_printf (&base, "%s://", ep->http_only ? "http" : "https");
         tier_url_destroy (e);
     }
     else {
         if (!path_style)
-            ep_buf_printf (&host, "%s.", u->bucket);
-        ep_buf_printf (&host, "s3.%s.amazonaws.com", c->region);
-        ep_buf_puts (&base, "https://");
+            tier_strbuf_printf (&host, "%s.", u->bucket);
+        tier_strbuf_printf (&host, "s3.%s.amazonaws.com", c->region);
+        tier_strbuf_puts (&base, "https://");
     }
     if (host.s)
-        ep_buf_puts (&base, host.s);
+        tier_strbuf_puts (&base, host.s);
     if (path_style)
-        ep_buf_printf (&prefix, "/%s/", u->bucket);
+        tier_strbuf_printf (&prefix, "/%s/", u->bucket);
     else
-        ep_buf_puts (&prefix, "/");
-    if (!ep_buf_finish (&base) || !ep_buf_finish (&host)
-        || !ep_buf_finish (&prefix)) {
-        ep_buf_free (&base);
-        ep_buf_free (&host);
-        ep_buf_free (&prefix);
+        tier_strbuf_puts (&prefix, "/");
+    if (!tier_strbuf_finish (&base) || !tier_strbuf_finish (&host)
+        || !tier_strbuf_finish (&prefix)) {
+        tier_strbuf_free (&base);
+        tier_strbuf_free (&host);
+        tier_strbuf_free (&prefix);
         errno = ENOMEM;
         return tier_errprintf (error, "out of memory");
     }
@@ -263,19 +263,19 @@ static int s3_sign (struct tier_endpoint *ep, struct ep_request *rq,
         .payload_hash = payload_hash,
     };
     char date[TIER_SIGV4_DATE_LEN + 1];
-    struct ep_buf path = { 0 }, url = { 0 }, line = { 0 };
+    struct tier_strbuf path = { 0 }, url = { 0 }, line = { 0 };
     char *enc = NULL, *auth = NULL;
     size_t n = 0;
     int rc = -1;
 
     tier_sigv4_date (time (NULL), date);
-    ep_buf_puts (&path, ep->s3_prefix);
-    ep_buf_puts (&path, ep->url->key);
-    if (!ep_buf_finish (&path) || !(enc = ep_path_encode (path.s)))
+    tier_strbuf_puts (&path, ep->s3_prefix);
+    tier_strbuf_puts (&path, ep->url->key);
+    if (!tier_strbuf_finish (&path) || !(enc = ep_path_encode (path.s)))
         goto nomem;
-    ep_buf_printf (&url, "%s%s%s%s", ep->s3_base, enc, query ? "?" : "",
+    tier_strbuf_printf (&url, "%s%s%s%s", ep->s3_base, enc, query ? "?" : "",
                    query ? query : "");
-    if (!ep_buf_finish (&url))
+    if (!tier_strbuf_finish (&url))
         goto nomem;
     h[n++] = (struct tier_sigv4_header){ "Host", ep->s3_host };
     h[n++] = (struct tier_sigv4_header){ "X-Amz-Date", date };
@@ -291,13 +291,13 @@ static int s3_sign (struct tier_endpoint *ep, struct ep_request *rq,
     if (!(auth = tier_sigv4_authorization (&req, &key, date, error)))
         goto out;
     for (size_t i = 0; i < n; i++) {
-        ep_buf_printf (&line, "%s: %s", h[i].name, h[i].value);
-        if (!ep_buf_finish (&line) || !ep_request_header (rq, line.s))
+        tier_strbuf_printf (&line, "%s: %s", h[i].name, h[i].value);
+        if (!tier_strbuf_finish (&line) || !ep_request_header (rq, line.s))
             goto nomem;
-        ep_buf_free (&line);
+        tier_strbuf_free (&line);
     }
-    ep_buf_printf (&line, "Authorization: %s", auth);
-    if (!ep_buf_finish (&line) || !ep_request_header (rq, line.s)
+    tier_strbuf_printf (&line, "Authorization: %s", auth);
+    if (!tier_strbuf_finish (&line) || !ep_request_header (rq, line.s)
         || !ep_request_header (rq, "Expect:"))
         goto nomem;
     rq->url = url.s;
@@ -308,9 +308,9 @@ nomem:
     errno = ENOMEM;
     tier_errprintf (error, "%s: out of memory", ep->url->display);
 out:
-    ep_buf_free (&path);
-    ep_buf_free (&url);
-    ep_buf_free (&line);
+    tier_strbuf_free (&path);
+    tier_strbuf_free (&url);
+    tier_strbuf_free (&line);
     free (enc);
     free (auth);
     return rc;
@@ -395,7 +395,7 @@ out:
 static int s3_send (struct tier_endpoint *ep, const char *method,
                     const char *query, int fd, uint64_t off, uint64_t len,
                     const char *mem, const char *what, char *etag,
-                    size_t etag_size, struct ep_buf *body,
+                    size_t etag_size, struct tier_strbuf *body,
                     tier_error_t *error)
 {
     char sha[TIER_SIGV4_HEX_LEN + 1], md5[32];
@@ -504,16 +504,16 @@ static int s3_remove (struct tier_endpoint *ep,
 static char *upload_query (const char *upload_id, unsigned int part)
 {
     char *id = tier_sigv4_uri_encode (upload_id, strlen (upload_id), 0);
-    struct ep_buf b = { 0 };
+    struct tier_strbuf b = { 0 };
 
     if (!id)
         return NULL;
     if (part)
-        ep_buf_printf (&b, "partNumber=%u&uploadId=%s", part, id);
+        tier_strbuf_printf (&b, "partNumber=%u&uploadId=%s", part, id);
     else
-        ep_buf_printf (&b, "uploadId=%s", id);
+        tier_strbuf_printf (&b, "uploadId=%s", id);
     free (id);
-    return ep_buf_finish (&b);
+    return tier_strbuf_finish (&b);
 }
 
 static int s3_abort (struct tier_endpoint *ep,
@@ -621,7 +621,7 @@ static int s3_create_upload (struct tier_endpoint *ep, uint64_t size,
                              struct tier_s3_upload **upp,
                              tier_error_t *error)
 {
-    struct ep_buf body = { 0 };
+    struct tier_strbuf body = { 0 };
     char *id;
 
     if (s3_send (ep, "POST", "uploads", -1, 0, 0, "", 
@@ -629,12 +629,12 @@ static int s3_create_upload (struct tier_endpoint *ep, uint64_t size,
         return -1;
     if (!(id = ep_xml_value (body.s, "UploadId")) || !*id) {
         free (id);
-        ep_buf_free (&body);
+        tier_strbuf_free (&body);
         errno = EPROTO;
         return tier_errprintf (error, "%s: CreateMultipartUpload: no "
                                "UploadId in the answer", ep->url->display);
     }
-    ep_buf_free (&body);
+    tier_strbuf_free (&body);
     *upp = upload_create (ep->url->text, id, size, mtime_ns (st), part_size);
     free (id);
     if (!*upp)
@@ -645,35 +645,35 @@ static int s3_create_upload (struct tier_endpoint *ep, uint64_t size,
 static int s3_complete (struct tier_endpoint *ep,
                         const struct tier_s3_upload *up, tier_error_t *error)
 {
-    struct ep_buf xml = { 0 }, body = { 0 };
+    struct tier_strbuf xml = { 0 }, body = { 0 };
     char *query;
     int rc;
 
-    ep_buf_puts (&xml, "<CompleteMultipartUpload>");
+    tier_strbuf_puts (&xml, "<CompleteMultipartUpload>");
     for (unsigned int i = 0; i < up->nparts; i++) {
-        ep_buf_printf (&xml, "<Part><PartNumber>%u</PartNumber><ETag>", i + 1);
+        tier_strbuf_printf (&xml, "<Part><PartNumber>%u</PartNumber><ETag>", i + 1);
         for (const char *p = up->etags[i]; *p; p++) {
             if (*p == '"')
-                ep_buf_puts (&xml, "&quot;");
+                tier_strbuf_puts (&xml, "&quot;");
             else if (*p == '&')
-                ep_buf_puts (&xml, "&amp;");
+                tier_strbuf_puts (&xml, "&amp;");
             else if (*p == '<')
-                ep_buf_puts (&xml, "&lt;");
+                tier_strbuf_puts (&xml, "&lt;");
             else
-                ep_buf_add (&xml, p, 1);
+                tier_strbuf_add (&xml, p, 1);
         }
-        ep_buf_puts (&xml, "</ETag></Part>");
+        tier_strbuf_puts (&xml, "</ETag></Part>");
     }
-    ep_buf_puts (&xml, "</CompleteMultipartUpload>");
-    if (!ep_buf_finish (&xml) || !(query = upload_query (up->upload_id, 0))) {
-        ep_buf_free (&xml);
+    tier_strbuf_puts (&xml, "</CompleteMultipartUpload>");
+    if (!tier_strbuf_finish (&xml) || !(query = upload_query (up->upload_id, 0))) {
+        tier_strbuf_free (&xml);
         errno = ENOMEM;
         return tier_errprintf (error, "out of memory");
     }
     rc = s3_send (ep, "POST", query, -1, 0, xml.len, xml.s,
                   "CompleteMultipartUpload", NULL, 0, &body, error);
     free (query);
-    ep_buf_free (&xml);
+    tier_strbuf_free (&xml);
     if (rc == 0) {
         char *etag = ep_xml_value (body.s, "ETag");
 
@@ -681,7 +681,7 @@ static int s3_complete (struct tier_endpoint *ep,
             snprintf (ep->res->etag, sizeof (ep->res->etag), "%s", etag);
         free (etag);
     }
-    ep_buf_free (&body);
+    tier_strbuf_free (&body);
     return rc;
 }
 

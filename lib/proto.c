@@ -42,23 +42,6 @@ struct tier_msgwriter_item {
     unsigned char data[];
 };
 
-static int64_t deadline_of (int timeout_ms)
-{
-    return timeout_ms < 0 ? -1 : tier_now_ms () + timeout_ms;
-}
-
-static int remaining_ms (int64_t deadline)
-{
-    int64_t left;
-
-    if (deadline < 0)
-        return -1;
-    left = deadline - tier_now_ms ();
-    if (left < 0)
-        return 0;
-    return left > 1000000000 ? 1000000000 : (int) left;
-}
-
 /* Wait until fd has events (or an error/hangup the next call will
  * report).  -1 with ETIMEDOUT when the deadline passes.
  */
@@ -66,7 +49,7 @@ static int wait_fd (int fd, short events, int64_t deadline)
 {
     for (;;) {
         struct pollfd p = { .fd = fd, .events = events };
-        int n = poll (&p, 1, remaining_ms (deadline));
+        int n = poll (&p, 1, tier_remaining_ms (deadline));
 
         if (n < 0 && errno == EINTR)
             continue;
@@ -198,7 +181,7 @@ int tier_msg_send (int fd, enum tier_msg_type type, uint32_t id,
                    const char *body, uint32_t len, const int *fds, int nfds,
                    int timeout_ms, tier_error_t *error)
 {
-    int64_t deadline = deadline_of (timeout_ms);
+    int64_t deadline = tier_deadline_ms (timeout_ms);
     unsigned char hb[TIER_MSGHDR_SIZE];
     size_t total, sent = 0;
     bool fds_sent;
@@ -343,7 +326,7 @@ int tier_msg_recv (int fd, struct tier_msghdr *hdr, char **body, int *fds,
                    int *nfds, int maxfds, uint32_t max, int timeout_ms,
                    tier_error_t *error)
 {
-    int64_t deadline = deadline_of (timeout_ms);
+    int64_t deadline = tier_deadline_ms (timeout_ms);
     unsigned char hb[TIER_MSGHDR_SIZE];
     int rfds[TIER_MSG_FDS_MAX];
     int rn = 0;

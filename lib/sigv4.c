@@ -15,70 +15,7 @@
 #include <openssl/hmac.h>
 
 #include "sigv4.h"
-
-/*
- * A growing string.
- */
-
-struct sbuf {
-    char *s;
-    size_t len;
-    size_t size;
-    int failed;
-};
-
-static void sbuf_add (struct sbuf *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->size) {
-        size_t size = b->size ? b->size : 128;
-        char *p;
-
-        while (size < b->len + n + 1)
-            size *= 2;
-        if (!(p = realloc (b->s, size))) {
-            b->failed = 1;
-            return;
-        }
-        b->s = p;
-        b->size = size;
-    }
-    memcpy (b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void sbuf_puts (struct sbuf *b, const char *s)
-{
-    sbuf_add (b, s, strlen (s));
-}
-
-static void sbuf_putc (struct sbuf *b, char c)
-{
-    sbuf_add (b, &c, 1);
-}
-
-/* The string (never NULL on success: "" for nothing added), or NULL with
- * errno ENOMEM; the buffer is freed on failure. */
-static char *sbuf_finish (struct sbuf *b)
-{
-    if (!b->failed && !b->s)
-        sbuf_add (b, "", 0);
-    if (b->failed) {
-        free (b->s);
-        b->s = NULL;
-        errno = ENOMEM;
-        return NULL;
-    }
-    return b->s;
-}
-
-static void sbuf_free (struct sbuf *b)
-{
-    free (b->s);
-    b->s = NULL;
-}
+#include "strbuf.h"
 
 /*
  * Encoding.
@@ -90,7 +27,7 @@ static int unreserved (unsigned char c)
                            || c == '~');
 }
 
-static void encode_into (struct sbuf *b, const char *in, size_t len,
+static void encode_into (struct tier_strbuf *b, const char *in, size_t len,
                          int keep_slash)
 {
     static const char hex[] = "0123456789ABCDEF";
@@ -99,20 +36,20 @@ static void encode_into (struct sbuf *b, const char *in, size_t len,
         unsigned char c = (unsigned char) in[i];
 
         if (unreserved (c) || (keep_slash && c == '/'))
-            sbuf_putc (b, (char) c);
+            tier_strbuf_putc (b, (char) c);
         else {
             char esc[3] = { '%', hex[c >> 4], hex[c & 15] };
-            sbuf_add (b, esc, 3);
+            tier_strbuf_add (b, esc, 3);
         }
     }
 }
 
 char *tier_sigv4_uri_encode (const char *in, size_t len, int keep_slash)
 {
-    struct sbuf b = { 0 };
+    struct tier_strbuf b = { 0 };
 
     encode_into (&b, in, len, keep_slash);
-    return sbuf_finish (&b);
+    return tier_strbuf_finish (&b);
 }
 
 static int hexval (char c)
@@ -187,7 +124,7 @@ char *tier_sigv4_canonical_query (const char *query)
 {
     struct param *params = NULL;
     size_t count = 0, cap = 0;
-    struct sbuf b = { 0 };
+    struct tier_strbuf b = { 0 };
     const char *p = query ? query : "";
     char *result = NULL;
     int saved;
@@ -226,12 +163,12 @@ char *tier_sigv4_canonical_query (const char *query)
         qsort (params, count, sizeof (*params), param_cmp);
     for (size_t i = 0; i < count; i++) {
         if (i > 0)
-            sbuf_putc (&b, '&');
-        sbuf_puts (&b, params[i].name);
-        sbuf_putc (&b, '=');
-        sbuf_puts (&b, params[i].value);
+            tier_strbuf_putc (&b, '&');
+        tier_strbuf_puts (&b, params[i].name);
+        tier_strbuf_putc (&b, '=');
+        tier_strbuf_puts (&b, params[i].value);
     }
-    result = sbuf_finish (&b);
+    result = tier_strbuf_finish (&b);
 out:
     saved = errno;
     for (size_t i = 0; i < count; i++) {
@@ -270,7 +207,7 @@ static int token_char (unsigned char c)
 
 /* Trim, and collapse every run of blanks (spaces, tabs, and the line
  * breaks of folded header lines) into one space. */
-static void add_trimmed (struct sbuf *b, const char *v)
+static void add_trimmed (struct tier_strbuf *b, const char *v)
 {
     int blank = 0, any = 0;
 
@@ -280,10 +217,10 @@ static void add_trimmed (struct sbuf *b, const char *v)
             continue;
         }
         if (blank && any)
-            sbuf_putc (b, ' ');
+            tier_strbuf_putc (b, ' ');
         blank = 0;
         any = 1;
-        sbuf_putc (b, *v);
+        tier_strbuf_putc (b, *v);
     }
 }
 
@@ -313,7 +250,7 @@ static struct chdr *canonical_headers (const struct tier_sigv4_request *req,
         const char *name = req->headers[i].name;
         const char *value = req->headers[i].value ? req->headers[i].value
                                                   : "";
-        struct sbuf v = { 0 };
+        struct tier_strbuf v = { 0 };
         size_t len = name ? strlen (name) : 0;
         size_t j;
         char *lname;
@@ -337,18 +274,18 @@ static struct chdr *canonical_headers (const struct tier_sigv4_request *req,
             if (!strcmp (h[j].name, lname))
                 break;
         if (j < n) {                        /* repeated: join */
-            sbuf_puts (&v, h[j].value);
-            sbuf_putc (&v, ',');
+            tier_strbuf_puts (&v, h[j].value);
+            tier_strbuf_putc (&v, ',');
             add_trimmed (&v, value);
             free (lname);
-            if (!sbuf_finish (&v))
+            if (!tier_strbuf_finish (&v))
                 goto nomem;
             free (h[j].value);
             h[j].value = v.s;
             continue;
         }
         add_trimmed (&v, value);
-        if (!sbuf_finish (&v)) {
+        if (!tier_strbuf_finish (&v)) {
             free (lname);
             goto nomem;
         }
@@ -374,8 +311,8 @@ char *tier_sigv4_canonical_request (const struct tier_sigv4_request *req,
                                     char **signed_headers,
                                     tier_error_t *error)
 {
-    struct sbuf b = { 0 };
-    struct sbuf sh = { 0 };
+    struct tier_strbuf b = { 0 };
+    struct tier_strbuf sh = { 0 };
     struct chdr *h = NULL;
     size_t n = 0;
     char *query = NULL;
@@ -400,30 +337,30 @@ char *tier_sigv4_canonical_request (const struct tier_sigv4_request *req,
         free (query);
         return NULL;
     }
-    sbuf_puts (&b, req->method);
-    sbuf_putc (&b, '\n');
+    tier_strbuf_puts (&b, req->method);
+    tier_strbuf_putc (&b, '\n');
     encode_into (&b, path, strlen (path), 1);
-    sbuf_putc (&b, '\n');
-    sbuf_puts (&b, query);
-    sbuf_putc (&b, '\n');
+    tier_strbuf_putc (&b, '\n');
+    tier_strbuf_puts (&b, query);
+    tier_strbuf_putc (&b, '\n');
     for (size_t i = 0; i < n; i++) {
-        sbuf_puts (&b, h[i].name);
-        sbuf_putc (&b, ':');
-        sbuf_puts (&b, h[i].value);
-        sbuf_putc (&b, '\n');
+        tier_strbuf_puts (&b, h[i].name);
+        tier_strbuf_putc (&b, ':');
+        tier_strbuf_puts (&b, h[i].value);
+        tier_strbuf_putc (&b, '\n');
         if (i > 0)
-            sbuf_putc (&sh, ';');
-        sbuf_puts (&sh, h[i].name);
+            tier_strbuf_putc (&sh, ';');
+        tier_strbuf_puts (&sh, h[i].name);
     }
-    sbuf_putc (&b, '\n');
-    sbuf_puts (&b, sh.s ? sh.s : "");
-    sbuf_putc (&b, '\n');
-    sbuf_puts (&b, req->payload_hash);
+    tier_strbuf_putc (&b, '\n');
+    tier_strbuf_puts (&b, sh.s ? sh.s : "");
+    tier_strbuf_putc (&b, '\n');
+    tier_strbuf_puts (&b, req->payload_hash);
     chdrs_free (h, n);
     free (query);
-    if (!sbuf_finish (&b) || !sbuf_finish (&sh)) {
-        sbuf_free (&b);
-        sbuf_free (&sh);
+    if (!tier_strbuf_finish (&b) || !tier_strbuf_finish (&sh)) {
+        tier_strbuf_free (&b);
+        tier_strbuf_free (&sh);
         errno = ENOMEM;
         tier_errprintf (error, "out of memory");
         return NULL;
@@ -431,7 +368,7 @@ char *tier_sigv4_canonical_request (const struct tier_sigv4_request *req,
     if (signed_headers)
         *signed_headers = sh.s;
     else
-        sbuf_free (&sh);
+        tier_strbuf_free (&sh);
     return b.s;
 }
 
@@ -508,7 +445,7 @@ char *tier_sigv4_string_to_sign (const char *amz_date, const char *creq,
                                  const struct tier_sigv4_key *key)
 {
     char hex[TIER_SIGV4_HEX_LEN + 1];
-    struct sbuf b = { 0 };
+    struct tier_strbuf b = { 0 };
 
     if (!valid_date (amz_date) || !creq || !valid_key (key)) {
         errno = EINVAL;
@@ -516,17 +453,17 @@ char *tier_sigv4_string_to_sign (const char *amz_date, const char *creq,
     }
     if (tier_sigv4_sha256_hex (creq, strlen (creq), hex) < 0)
         return NULL;
-    sbuf_puts (&b, "AWS4-HMAC-SHA256\n");
-    sbuf_puts (&b, amz_date);
-    sbuf_putc (&b, '\n');
-    sbuf_add (&b, amz_date, 8);
-    sbuf_putc (&b, '/');
-    sbuf_puts (&b, key->region);
-    sbuf_putc (&b, '/');
-    sbuf_puts (&b, key->service);
-    sbuf_puts (&b, "/aws4_request\n");
-    sbuf_puts (&b, hex);
-    return sbuf_finish (&b);
+    tier_strbuf_puts (&b, "AWS4-HMAC-SHA256\n");
+    tier_strbuf_puts (&b, amz_date);
+    tier_strbuf_putc (&b, '\n');
+    tier_strbuf_add (&b, amz_date, 8);
+    tier_strbuf_putc (&b, '/');
+    tier_strbuf_puts (&b, key->region);
+    tier_strbuf_putc (&b, '/');
+    tier_strbuf_puts (&b, key->service);
+    tier_strbuf_puts (&b, "/aws4_request\n");
+    tier_strbuf_puts (&b, hex);
+    return tier_strbuf_finish (&b);
 }
 
 int tier_sigv4_signature (const struct tier_sigv4_key *key,
@@ -534,7 +471,7 @@ int tier_sigv4_signature (const struct tier_sigv4_key *key,
 {
     unsigned char k[32], k2[32];
     char date[9];
-    struct sbuf secret = { 0 };
+    struct tier_strbuf secret = { 0 };
     int rc = -1;
 
     if (!valid_key (key) || !valid_date (amz_date) || !sts) {
@@ -543,9 +480,9 @@ int tier_sigv4_signature (const struct tier_sigv4_key *key,
     }
     memcpy (date, amz_date, 8);
     date[8] = '\0';
-    sbuf_puts (&secret, "AWS4");
-    sbuf_puts (&secret, key->secret_key);
-    if (!sbuf_finish (&secret))
+    tier_strbuf_puts (&secret, "AWS4");
+    tier_strbuf_puts (&secret, key->secret_key);
+    if (!tier_strbuf_finish (&secret))
         return -1;
     if (hmac (secret.s, secret.len, date, k) < 0
         || hmac (k, sizeof (k), key->region, k2) < 0
@@ -558,7 +495,7 @@ int tier_sigv4_signature (const struct tier_sigv4_key *key,
 out:
     OPENSSL_cleanse (secret.s, secret.len);
     OPENSSL_cleanse (k2, sizeof (k2));
-    sbuf_free (&secret);
+    tier_strbuf_free (&secret);
     return rc;
 }
 
@@ -569,7 +506,7 @@ char *tier_sigv4_authorization (const struct tier_sigv4_request *req,
     char sig[TIER_SIGV4_HEX_LEN + 1];
     char *creq = NULL, *sts = NULL, *signed_headers = NULL;
     char *auth = NULL;
-    struct sbuf b = { 0 };
+    struct tier_strbuf b = { 0 };
 
     if (!valid_key (key)) {
         errno = EINVAL;
@@ -591,19 +528,19 @@ char *tier_sigv4_authorization (const struct tier_sigv4_request *req,
         tier_errprintf (error, "signing failed");
         goto out;
     }
-    sbuf_puts (&b, "AWS4-HMAC-SHA256 Credential=");
-    sbuf_puts (&b, key->access_key);
-    sbuf_putc (&b, '/');
-    sbuf_add (&b, amz_date, 8);
-    sbuf_putc (&b, '/');
-    sbuf_puts (&b, key->region);
-    sbuf_putc (&b, '/');
-    sbuf_puts (&b, key->service);
-    sbuf_puts (&b, "/aws4_request, SignedHeaders=");
-    sbuf_puts (&b, signed_headers);
-    sbuf_puts (&b, ", Signature=");
-    sbuf_puts (&b, sig);
-    if (!(auth = sbuf_finish (&b)))
+    tier_strbuf_puts (&b, "AWS4-HMAC-SHA256 Credential=");
+    tier_strbuf_puts (&b, key->access_key);
+    tier_strbuf_putc (&b, '/');
+    tier_strbuf_add (&b, amz_date, 8);
+    tier_strbuf_putc (&b, '/');
+    tier_strbuf_puts (&b, key->region);
+    tier_strbuf_putc (&b, '/');
+    tier_strbuf_puts (&b, key->service);
+    tier_strbuf_puts (&b, "/aws4_request, SignedHeaders=");
+    tier_strbuf_puts (&b, signed_headers);
+    tier_strbuf_puts (&b, ", Signature=");
+    tier_strbuf_puts (&b, sig);
+    if (!(auth = tier_strbuf_finish (&b)))
         tier_errprintf (error, "out of memory");
 out:
     free (creq);
