@@ -60,12 +60,13 @@ am_sources () {
 sources_of () {
     case $1 in
         tjson) echo lib/tjson.c ;;
-        msgreader) echo lib/proto.c lib/error.c ;;
+        msgreader) echo lib/proto.c lib/clock.c lib/error.c ;;
         conf) echo lib/conf.c lib/paths.c lib/units.c lib/error.c ;;
         opts) echo spank_plugin/opts.c spank_plugin/args.c \
                   spank_plugin/submit.c lib/conf.c lib/paths.c lib/units.c lib/url.c \
                   lib/error.c ;;
         names) echo agent/peer.c lib/state.c lib/counters.c lib/log.c \
+                   lib/trust.c lib/paths.c lib/units.c lib/clock.c \
                    lib/error.c ;;
         evt) echo lib/evt_csv.c lib/error.c ;;
         policy) echo policies/policy.c policies/resolve.c lib/paths.c lib/url.c \

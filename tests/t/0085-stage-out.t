@@ -234,9 +234,13 @@ test_expect_success 'once writable, flush completes them; a failed migration cou
     { cat $TRASH/js.json; false; } &&
     f=$(endpoint_ctr failures) && echo "failures: $f" && test "$f" = 1
 '
+# the node of the task whose job id is the array's: it is registered there
 test_expect_success 'bob cannot read, flush or wait for alice'"'"'s outputs' '
     id=$(cat $TRASH/id) &&
-    ! (cd $GFS/home/bob && as_user bob $TIERCTL -N n1 outputs --job $id) 2>$TRASH/b1 &&
+    nl=$(scontrol -o show job $id | awk -v j="JobId=$id" "\$1 == j" |
+         sed -n "s/.* NodeList=\([^ ]*\).*/\1/p") &&
+    node=$(scontrol show hostnames "$nl" | head -n 1) && echo "job $id ran on $nl" &&
+    ! (cd $GFS/home/bob && as_user bob $TIERCTL -N $node outputs --job $id) 2>$TRASH/b1 &&
     grep -q "belongs to another user" $TRASH/b1
 '
 published_k () { test "$(ls $OUT | grep -c "^k[1-4]\.bin$")" -gt "$1"; }
