@@ -8,6 +8,9 @@
  * "%n" is the node's NodeName (given by the caller: tierd -N, or
  * SLURMD_NODENAME inside Slurm), "%u" the user (expanded later, per use,
  * by tier_conf_expand_user) and "%%" a percent sign.
+ * Why not inih, libconfig or Slurm's parser: the plugin links nothing but
+ * libc, and libslurm's slurm_s_p_parse_file is exported but not declared
+ * in Slurm's public headers.
  */
 #ifndef TIER_CONF_H
 #define TIER_CONF_H

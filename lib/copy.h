@@ -6,6 +6,11 @@
  * stage-out migrations (write cache to GFS), batch replicas (GFS to BB) and
  * keeping pipeline data (NVDIMM upper layer to GFS).
  *
+ * Why not cp or rsync: they open by path (root following a user's symlink)
+ * and offer no descriptors in, atomic publication with change detection,
+ * a shared bandwidth limit or cancellation.  sendfile and copy_file_range
+ * are what the engine uses underneath (below).
+ *
  * The engine works on descriptors only: the caller opens the source and
  * the destination directory under the right credentials and beneath the
  * right roots (tier_path_open_beneath); the engine never resolves a path

@@ -4,6 +4,11 @@
  * times, a GEV fit by maximum likelihood with profile-likelihood intervals,
  * return levels, and the slowest node's time at larger node counts.
  * doc/evt.md has the formulas.
+ *
+ * Why not a library: GSL (used here for minimisation, root finding, the
+ * Cholesky inverse and special functions) has Gumbel and Weibull
+ * distributions but neither the GEV nor an extreme-value fit; R's evd,
+ * whose conventions these follow, is not a C library.
  */
 #ifndef TIER_EVT_H
 #define TIER_EVT_H

@@ -7,6 +7,10 @@
  * SCM_RIGHTS attached to the first byte of the header.  The header is in
  * host byte order: both ends are on the same host.
  *
+ * Why not D-Bus, ZeroMQ or gRPC: the plugin and the interposer link
+ * nothing but libc, and a fixed header, a JSON body and SCM_RIGHTS on an
+ * AF_UNIX socket (peer checked with SO_PEERCRED) are all tier needs.
+ *
  * The header layout (magic and version first, then type, id, len) is
  * frozen forever, so that peers of any version can read each other's
  * headers, skip the body and report a version mismatch clearly.  Only the

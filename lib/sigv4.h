@@ -2,6 +2,13 @@
 /* Copyright 2026 the tier developers */
 /* sigv4.h - AWS Signature Version 4 (header-based, AWS4-HMAC-SHA256)
  *
+ * Why not libcurl's signer (CURLOPT_AWS_SIGV4): Debian 12's libcurl 7.88.1
+ * signs the query as given (unsorted, "uploads" without "="), sorts
+ * headers as "name:value" strings, does not merge repeated ones, and
+ * signs an "Expect:" header that it then does not send (fixed in curl
+ * 8.3-8.14).  Every S3 request tier signs carries "Expect:", so each
+ * would fail with it: doc/why-not.md has the experiment.
+ *
  * Signs one HTTP request the way S3 expects it: the canonical request
  * (method, URI, query, the signed headers, the payload hash), the string
  * to sign, the signing key derived from the secret, date, region and

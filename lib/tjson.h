@@ -4,6 +4,9 @@
  *
  * Nothing here allocates, locks or keeps global state: the interposer may
  * use it on its redirect path, inside any intercepted call.
+ * Why not Jansson (which tierd uses): it is not libc and it allocates
+ * every value, and this code runs in srun and slurmstepd (tier.so) and
+ * inside any open() of a job's processes (the interposer).
  *
  * The writer builds one object into a caller buffer.  Keys and strings
  * are escaped: '"' and '\' with a backslash, \b \f \n \r \t by name,

@@ -5,6 +5,9 @@
  * The parser lives in libtiercore (libc only) so that the plugin can check
  * --tier-stage-in=URL=PATH at submit with the very parser that the
  * agent's endpoint library (endpoint.h, libtier_remote) uses.
+ * Why not curl_url (): it is in libcurl, which tier.so may not link, it
+ * removes "." and ".." segments unless told not to (an S3 key keeps them)
+ * and knows nothing of bucket names or of which URLs hold secrets.
  */
 #ifndef TIER_URL_H
 #define TIER_URL_H

@@ -11,6 +11,11 @@
  * groups set in the serving thread.  A hidden control directory
  * MOUNTPOINT/.gfsemu holds the counters (stats) and a reset switch.
  * README.md says what is counted.
+ *
+ * Why not bindfs (Debian 12 has 1.14.7): it serves paths through
+ * libfuse's high-level API and neither counts the kernel's requests by
+ * type, nor adds latency or a shared bandwidth cap, which is what the
+ * tests measure.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
