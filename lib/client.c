@@ -218,8 +218,9 @@ int tier_client_call_fds (int fd, const char *body, const int *fds,
         error_reply (rbody, hdr.len, error);
         goto error;
     }
-    if (tier_msg_recv (fd, &hdr, &rbody, got, &ngot, maxrfds,
-                       TIER_MSG_MAX, tier_remaining_ms (deadline), error) < 0)
+    if (tier_msg_recv (fd, &hdr, &rbody, got, &ngot, maxrfds, TIER_MSG_MAX,
+                       tier_remaining_ms (deadline), error)
+        < 0)
         return -1;
     if (hdr.version != TIER_PROTO_VERSION) {
         errno = EPROTO;

@@ -77,8 +77,9 @@ struct tier_url *tier_url_child (const struct tier_url *url,
             tier_errprintf (error, "out of memory");
             return NULL;
         }
-        tier_strbuf_printf (&b, "%s://%s", url->scheme == TIER_URL_HTTPS
-                                      ? "https" : "http", url->host);
+        tier_strbuf_printf (&b, "%s://%s",
+                            url->scheme == TIER_URL_HTTPS ? "https" : "http",
+                            url->host);
         if (url->port)
             tier_strbuf_printf (&b, ":%d", url->port);
         tier_strbuf_printf (&b, "%s%s", url->path, enc);

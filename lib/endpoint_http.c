@@ -21,9 +21,9 @@ static char *origin (const struct tier_url *u)
 {
     struct tier_strbuf b = { 0 };
 
-    tier_strbuf_printf (&b, "%s://%s", u->scheme == TIER_URL_HTTPS ? "https"
-                                                               : "http",
-                   u->host);
+    tier_strbuf_printf (&b, "%s://%s",
+                        u->scheme == TIER_URL_HTTPS ? "https" : "http",
+                        u->host);
     if (u->port)
         tier_strbuf_printf (&b, ":%d", u->port);
     return tier_strbuf_finish (&b);
@@ -226,7 +226,7 @@ static int http_put (struct tier_endpoint *ep, int fd,
     if (!(org = origin (u)))
         goto nomem;
     tier_strbuf_printf (&temp, "%s%.*s.%s.tier-%s.part", org,
-                   (int) (name - u->path), u->path, name, rnd);
+                        (int) (name - u->path), u->path, name, rnd);
     tier_strbuf_printf (&dest, "Destination: %s%s", org, u->path);
     if (!tier_strbuf_finish (&temp) || !tier_strbuf_finish (&dest))
         goto nomem;

@@ -38,7 +38,7 @@ struct ep_request {
 
     /* response */
     long status;
-    struct tier_strbuf body;             /* at most EP_BODY_MAX */
+    struct tier_strbuf body; /* at most EP_BODY_MAX */
     char etag[256];
     char content_range[128];
     int64_t content_length;         /* -1: unknown */

@@ -274,7 +274,7 @@ static int s3_sign (struct tier_endpoint *ep, struct ep_request *rq,
     if (!tier_strbuf_finish (&path) || !(enc = ep_path_encode (path.s)))
         goto nomem;
     tier_strbuf_printf (&url, "%s%s%s%s", ep->s3_base, enc, query ? "?" : "",
-                   query ? query : "");
+                        query ? query : "");
     if (!tier_strbuf_finish (&url))
         goto nomem;
     h[n++] = (struct tier_sigv4_header){ "Host", ep->s3_host };
@@ -651,7 +651,8 @@ static int s3_complete (struct tier_endpoint *ep,
 
     tier_strbuf_puts (&xml, "<CompleteMultipartUpload>");
     for (unsigned int i = 0; i < up->nparts; i++) {
-        tier_strbuf_printf (&xml, "<Part><PartNumber>%u</PartNumber><ETag>", i + 1);
+        tier_strbuf_printf (&xml, "<Part><PartNumber>%u</PartNumber><ETag>",
+                            i + 1);
         for (const char *p = up->etags[i]; *p; p++) {
             if (*p == '"')
                 tier_strbuf_puts (&xml, "&quot;");
@@ -665,7 +666,8 @@ static int s3_complete (struct tier_endpoint *ep,
         tier_strbuf_puts (&xml, "</ETag></Part>");
     }
     tier_strbuf_puts (&xml, "</CompleteMultipartUpload>");
-    if (!tier_strbuf_finish (&xml) || !(query = upload_query (up->upload_id, 0))) {
+    if (!tier_strbuf_finish (&xml)
+        || !(query = upload_query (up->upload_id, 0))) {
         tier_strbuf_free (&xml);
         errno = ENOMEM;
         return tier_errprintf (error, "out of memory");

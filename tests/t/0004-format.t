@@ -3,10 +3,12 @@ test_description='C files changed since .clang-format came are formatted with it
 . "$(dirname "$0")/../lib/tap.sh"
 
 # The house style (issue 15) is the top's .clang-format, for clang-format
-# 14 (Debian 12's).  The files written before it keep their hand layout
-# until they change; a C file under the directories below that changed
-# since the commit that added .clang-format (committed or not, or new) is
-# formatted whole: cd TOP && clang-format-14 -i FILE.
+# 14 (Debian 12's).  The code written before it keeps its hand layout
+# (aligned trailing comments, chosen line breaks); every line of a C file
+# under the directories below that changed since the commit that added
+# .clang-format (committed or not) must be as clang-format 14 writes it:
+# git clang-format-14 --diff BASE shows what to change, and without
+# --diff makes the change.
 STYLE=$TIER_SRCDIR/.clang-format
 DIRS="lib agent spank_plugin ctl policies bench tests"
 
@@ -133,20 +135,21 @@ test_expect_success 'git lists the C files changed since .clang-format came' '
     echo "$(wc -l <"$TRASH/changed") changed C files:" &&
     cat "$TRASH/changed"
 '
-test_expect_success CLANG_FORMAT 'every C file changed since then is formatted' '
-    test -f "$TRASH/changed" &&
-    : >"$TRASH/unformatted" &&
-    while read -r f; do
-        "$CF" --style=file:"$STYLE" "$TIER_SRCDIR/$f" >"$TRASH/formatted" &&
-        diff -u "$TIER_SRCDIR/$f" "$TRASH/formatted" >"$TRASH/diff" && continue
-        test -s "$TRASH/diff" || { echo "$CF failed on $f"; echo "$f" >>"$TRASH/unformatted"; continue; }
-        echo "$f: $(grep -c "^-[^-]" "$TRASH/diff") lines to change, e.g.:"
-        sed -n "3,14p" "$TRASH/diff"
-        echo "$f" >>"$TRASH/unformatted"
-    done <"$TRASH/changed" &&
-    if test -s "$TRASH/unformatted"; then
-        echo "not formatted with .clang-format; to fix, run:"
-        echo "  cd $TIER_SRCDIR && $CF -i" $(cat "$TRASH/unformatted")
+GCF=$(command -v git-clang-format-14 || command -v git-clang-format)
+test_expect_success CLANG_FORMAT 'every line changed since then is formatted' '
+    test -f "$TRASH/changed" && test -n "$GCF" &&
+    base=$(git_src log --diff-filter=A --format=%H -- .clang-format |
+           tail -n 1) &&
+    : "${base:=HEAD}" &&
+    { test ! -s "$TRASH/changed" ||
+      (cd "$TIER_SRCDIR" &&
+       git -c safe.directory="$TIER_SRCDIR" -c color.ui=never \
+           "${GCF##*/git-}" --binary "$CF" --style file --diff "$base" \
+           -- $(cat "$TRASH/changed")) >"$TRASH/diff" 2>&1; } &&
+    if grep -q "^diff --git" "$TRASH/diff"; then
+        cat "$TRASH/diff"
+        echo "lines not formatted with .clang-format; to fix, run:"
+        echo "  cd $TIER_SRCDIR && ${GCF##*/} --binary $CF $base -- FILES"
         false
     fi
 '
