@@ -571,10 +571,11 @@ int migrator_main (void *arg, int chan)
     migrator_init (&m, ma, chan);
     /* its migrations take GFS streams and the user's bandwidth */
     streams_worker_init (ma->streams_fd, ma->limit);
-    for (int k = 0; k < m.ndirs; k++)
-        if (ma->spec->url[k][0] ? migrate_obj_setup (&m, k, ma->spec->url[k])
-                                : setup_gfs (&m, k))
+    for (int k = 0; k < m.ndirs; k++) {
+        const char *url = ma->spec->url[k];
+        if ((url[0] ? migrate_obj_setup (&m, k, url) : setup_gfs (&m, k)) < 0)
             return 1;
+    }
     resume (&m, ma->resume);
     migrator_tell (&m, &ready);
     migrator_loop (&m);
