@@ -33,11 +33,16 @@
 #ifndef TIER_AGENT_MIGRATE_H
 #define TIER_AGENT_MIGRATE_H
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "lib/conf.h"
 #include "lib/url.h"
@@ -45,6 +50,7 @@
 #include "migrate_msg.h"
 
 #define MIGRATE_DIRS_MAX 16
+#define MIGRATE_WALK_DEPTH_MAX 128
 
 /* A job's outputs on this node: what its migrator is started with. */
 struct migrate_spec {
@@ -63,6 +69,39 @@ struct migrate_spec {
  * of output directory k.  -1 with ENAMETOOLONG. */
 int migrate_outbox_path (const struct tier_conf *conf, uint32_t job_id,
                          uint32_t restart, int k, char *buf, size_t size);
+
+/* The walks of a write cache (the migrator's, the watch's, the check
+ * before an outbox goes), always beneath a descriptor: directory dfd as
+ * a DIR of its own (a dup would share, and keep, the offset of the last
+ * walk), or NULL (also past MIGRATE_WALK_DEPTH_MAX).
+ */
+static inline DIR *migrate_dir_open (int dfd, int depth)
+{
+    DIR *d;
+    int fd;
+
+    if (depth > MIGRATE_WALK_DEPTH_MAX
+        || (fd = openat (dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return NULL;
+    if (!(d = fdopendir (fd)))
+        close (fd);
+    return d;
+}
+
+/* The next entry of d but "." and "..", its path below rel in sub. */
+static inline struct dirent *migrate_dir_next (DIR *d, const char *rel,
+                                               char *sub, size_t size)
+{
+    struct dirent *de;
+
+    while ((de = readdir (d)))
+        if (strcmp (de->d_name, ".") && strcmp (de->d_name, "..")) {
+            (void) snprintf (sub, size, "%s%s%s", rel, rel[0] ? "/" : "",
+                             de->d_name);
+            return de;
+        }
+    return NULL;
+}
 
 /* ------------------------------------------------- the migrator (child) */
 

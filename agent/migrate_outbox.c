@@ -29,8 +29,6 @@
 #include "lib/paths.h"
 #include "migrate.h"
 
-#define WALK_DEPTH_MAX 128
-
 int migrate_outbox_path (const struct tier_conf *conf, uint32_t job_id,
                          uint32_t restart, int k, char *buf, size_t size)
 {
@@ -152,23 +150,16 @@ struct verify_ctx {
 static void verify_walk (struct verify_ctx *vc, int dfd, const char *rel,
                          int depth)
 {
-    int fd = openat (dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char sub[PATH_MAX];
     struct dirent *de;
     DIR *d;
 
-    if (fd < 0 || depth > WALK_DEPTH_MAX || !(d = fdopendir (fd))) {
-        if (fd >= 0)
-            close (fd);
+    if (!(d = migrate_dir_open (dfd, depth))) {
         vc->missing++;                  /* cannot tell: keep it */
         return;
     }
-    while ((de = readdir (d))) {
-        char sub[PATH_MAX];
+    while ((de = migrate_dir_next (d, rel, sub, sizeof (sub)))) {
         struct stat st;
-        if (!strcmp (de->d_name, ".") || !strcmp (de->d_name, ".."))
-            continue;
-        (void) snprintf (sub, sizeof (sub), "%s%s%s", rel, rel[0] ? "/" : "",
-                         de->d_name);
         if (fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
         if (S_ISDIR (st.st_mode)) {

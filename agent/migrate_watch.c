@@ -27,8 +27,6 @@
 #include "lib/paths.h"
 #include "migrate.h"
 
-#define WALK_DEPTH_MAX 128
-
 struct awatch {
     int wd;
     struct mig *g;
@@ -80,27 +78,19 @@ static void aw_add (struct mig *g, int k, int dfd, const char *rel)
 static void aw_walk (struct mig *g, int k, int dfd, const char *rel,
                      int depth)
 {
-    int fd = openat (dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char sub[PATH_MAX];
     struct dirent *de;
     DIR *d;
 
     aw_add (g, k, dfd, rel);
-    if (fd < 0 || depth > WALK_DEPTH_MAX || !(d = fdopendir (fd))) {
-        if (fd >= 0)
-            close (fd);
+    if (!(d = migrate_dir_open (dfd, depth)))
         return;
-    }
-    while ((de = readdir (d))) {
-        char sub[PATH_MAX];
+    while ((de = migrate_dir_next (d, rel, sub, sizeof (sub)))) {
         int sfd;
-        if (de->d_type != DT_DIR || !strcmp (de->d_name, ".")
-            || !strcmp (de->d_name, ".."))
+        if (de->d_type != DT_DIR
+            || (sfd = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY
+                              | O_NOFOLLOW | O_CLOEXEC)) < 0)
             continue;
-        if ((sfd = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY
-                           | O_NOFOLLOW | O_CLOEXEC)) < 0)
-            continue;
-        (void) snprintf (sub, sizeof (sub), "%s%s%s", rel, rel[0] ? "/" : "",
-                         de->d_name);
         aw_walk (g, k, sfd, sub, depth + 1);
         close (sfd);
     }

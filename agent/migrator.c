@@ -49,7 +49,6 @@
 
 #define CMD_BURST 256               /* commands read before due files */
 #define RECV_TIMEOUT_MS 30000       /* a begun message must come whole */
-#define WALK_DEPTH_MAX 128
 
 /* ---------------------------------------------------------- its files */
 
@@ -199,26 +198,16 @@ bool migrator_upper_gone (struct migrator *m, int k, const char *rel)
 static void walk (struct migrator *m, int k, int dfd, const char *rel,
                   int depth)
 {
+    char sub[PATH_MAX];
     struct dirent *de;
-    int fd = openat (dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d;
 
-    /* a descriptor of its own: a dup would share (and keep) the offset
-     * of the last walk */
-    if (fd < 0 || depth > WALK_DEPTH_MAX || !(d = fdopendir (fd))) {
-        if (fd >= 0)
-            close (fd);
+    if (!(d = migrate_dir_open (dfd, depth)))
         return;
-    }
-    while ((de = readdir (d))) {
-        char sub[PATH_MAX];
+    while ((de = migrate_dir_next (d, rel, sub, sizeof (sub)))) {
         struct stat st;
         struct mfile *f;
 
-        if (!strcmp (de->d_name, ".") || !strcmp (de->d_name, ".."))
-            continue;
-        (void) snprintf (sub, sizeof (sub), "%s%s%s", rel, rel[0] ? "/" : "",
-                         de->d_name);
         if (fstatat (dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
         if (S_ISDIR (st.st_mode)) {

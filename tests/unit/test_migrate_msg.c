@@ -19,12 +19,14 @@
 static struct migmsg full (enum migmsg_type type)
 {
     struct migmsg m = {
-        .type = type, .k = 3, .rel = "dir/with space/f%.txt", .seq = 4000000000u,
+        .type = type, .k = 3, .rel = "dir/with space/f%.txt",
+        .seq = 4000000000u,
         .flush = true, .pending = 5, .failed = 6, .conflicts = 7,
         .error = "No space left on device", .err = 28, .first = true,
         .ours = true, .size = 1LL << 40,
         .mtime = { .tv_sec = 1700000000, .tv_nsec = 123456789 },
-        .sha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        .sha256 = "e3b0c44298fc1c149afbf4c8996fb924"
+                  "27ae41e4649b934ca495991b7852b855",
         .ino = 4242, .gfs_size = 99,
         .gfs_mtime = { .tv_sec = 1700000001, .tv_nsec = 0 },
         .gfs_ctime = { .tv_sec = 1700000002, .tv_nsec = 999999999 },
@@ -69,10 +71,12 @@ static void expect_same (const struct migmsg *a, const struct migmsg *b,
     same_str (b->sha256, FROM ("sha256")->sha256);
     assert_int_equal (b->ino, FROM ("ino")->ino);
     assert_int_equal (b->gfs_size, FROM ("gfs_size")->gfs_size);
-    assert_int_equal (b->gfs_mtime.tv_sec, FROM ("gfs_mtime")->gfs_mtime.tv_sec);
+    assert_int_equal (b->gfs_mtime.tv_sec,
+                      FROM ("gfs_mtime")->gfs_mtime.tv_sec);
     assert_int_equal (b->gfs_mtime.tv_nsec,
                       FROM ("gfs_mtime")->gfs_mtime.tv_nsec);
-    assert_int_equal (b->gfs_ctime.tv_sec, FROM ("gfs_ctime")->gfs_ctime.tv_sec);
+    assert_int_equal (b->gfs_ctime.tv_sec,
+                      FROM ("gfs_ctime")->gfs_ctime.tv_sec);
     assert_int_equal (b->gfs_ctime.tv_nsec,
                       FROM ("gfs_ctime")->gfs_ctime.tv_nsec);
     assert_int_equal (b->us, FROM ("us")->us);
@@ -131,8 +135,10 @@ static const struct {
     enum migmsg_type type;
     const char *text;
 } golden[] = {
-    { MIGMSG_SYNC, "{\"seq\":4000000000,\"flush\":true,\"t\":\"sync\",\"v\":1}" },
-    { MIGMSG_DIRTY, "{\"k\":3,\"rel\":\"dir/with space/f%.txt\",\"t\":\"dirty\","
+    { MIGMSG_SYNC, "{\"seq\":4000000000,\"flush\":true,\"t\":\"sync\","
+                   "\"v\":1}" },
+    { MIGMSG_DIRTY, "{\"k\":3,\"rel\":\"dir/with space/f%.txt\","
+                    "\"t\":\"dirty\","
                     "\"v\":1}" },
     { MIGMSG_SCAN, "{\"k\":3,\"rel\":\"dir/with space/f%.txt\",\"t\":\"scan\","
                    "\"v\":1}" },
@@ -146,7 +152,8 @@ static const struct {
                            "\"size\":1099511627776,\"mtime\":[1700000000,"
                            "123456789],\"etag\":\"\\\"abc-2\\\"\",\"t\":"
                            "\"known_object\",\"v\":1}" },
-    { MIGMSG_CLAIM, "{\"k\":3,\"rel\":\"dir/with space/f%.txt\",\"t\":\"claim\","
+    { MIGMSG_CLAIM, "{\"k\":3,\"rel\":\"dir/with space/f%.txt\","
+                    "\"t\":\"claim\","
                     "\"v\":1}" },
     { MIGMSG_UPLOAD, "{\"k\":3,\"rel\":\"dir/with space/f%.txt\",\"size\":"
                      "1099511627776,\"upload_id\":\"up/1+2\",\"part_size\":"
