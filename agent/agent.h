@@ -182,7 +182,8 @@ void mirror_job_binds (struct agent *a, const struct store_job *job,
 void mirror_drop (struct agent *a, uid_t uid, const char *key,
                   const char *path);
 
-/* migrate.c: stage-out, the write cache's migrations to the GFS */
+/* migrate.c: stage-out, the write cache's migrations to the GFS (what
+ * its modules share is in migrate.h) */
 int migrate_init (struct agent *a);
 void migrate_fini (struct agent *a);  /* forget every job's migration */
 json_t *op_job_stageout (struct agent *a, struct conn *c, json_t *req,
@@ -193,6 +194,7 @@ json_t *op_job_outputs (struct agent *a, struct conn *c, json_t *req,
                         tier_error_t *error);
 void migrate_job_end (struct agent *a, const struct store_job *job);
 void migrate_conn_gone (struct agent *a, struct conn *c);
+/* false: its children (migrators, manifest writers) are child.c's */
 bool migrate_child (struct agent *a, pid_t pid, int status);
 void migrate_tick (struct agent *a);
 /* the node's migrations; failed files only of uid's jobs (all for root
