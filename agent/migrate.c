@@ -30,8 +30,8 @@
 #include "migrate.h"
 #include "streams.h"
 
-#define RESTART_MS 2000             /* a migrator that died: again after */
-#define RESPAWN_MS 10000            /* one that could not be started */
+#define RESTART_MS 2000  /* a migrator that died: again after */
+#define RESPAWN_MS 10000 /* one that could not be started */
 #define STATUS_FAILURES_MAX 5
 #define WAIT_FOREVER_MS 86400000
 
@@ -125,14 +125,15 @@ static void on_migrator_msg (struct agent *a, struct child *c, int type,
     tier_error_t e;
 
     (void) c;
-    (void) fds;                         /* none expected: child.c closes */
+    (void) fds; /* none expected: child.c closes */
     (void) nfds;
     if (migmsg_unpack (type, body, MIGMSG_RESULT, &m, &e) < 0)
         tier_log (LOG_WARNING, "job %u: migrator: %s", g->job_id, e.text);
     else if (m.rel && m.k >= g->spec.ndirs)
-        tier_log (LOG_WARNING, "job %u: migrator: '%s' of an output "
-                  "directory it does not have", g->job_id,
-                  chmsg_name (&migmsg_proto, type));
+        tier_log (LOG_WARNING,
+                  "job %u: migrator: '%s' of an output "
+                  "directory it does not have",
+                  g->job_id, chmsg_name (&migmsg_proto, type));
     else if (m.type == MIGMSG_ERROR)
         tier_log (LOG_ERR, "job %u: migrator: %s", g->job_id, m.error);
     else if (m.type == MIGMSG_SYNCED) {
@@ -140,7 +141,7 @@ static void on_migrator_msg (struct agent *a, struct child *c, int type,
         g->pending = m.pending;
         g->failed = m.failed;
         g->conflicts = m.conflicts;
-        migrate_settle (a, g);          /* may free g */
+        migrate_settle (a, g); /* may free g */
     }
     else if (m.type != MIGMSG_READY)
         migrate_rec_result (a, g, &m);
@@ -157,12 +158,15 @@ static void on_migrator_done (struct agent *a, struct child *c, int status,
     if (g->child != c)
         return;
     if (WIFEXITED (status) && WEXITSTATUS (status) == CHILD_EXIT_SETUP)
-        tier_log (LOG_ERR, "job %u: the migrator could not take the job's "
-                  "credentials (uid %u); restarting it", g->job_id,
-                  (unsigned) g->uid);
+        tier_log (LOG_ERR,
+                  "job %u: the migrator could not take the job's "
+                  "credentials (uid %u); restarting it",
+                  g->job_id, (unsigned) g->uid);
     else
-        tier_log (LOG_WARNING, "job %u: the migrator ended (status %d); "
-                  "restarting it", g->job_id, status);
+        tier_log (LOG_WARNING,
+                  "job %u: the migrator ended (status %d); "
+                  "restarting it",
+                  g->job_id, status);
     g->child = NULL;
     g->pid = 0;
     g->seq_done = g->seq_sent = 0;
@@ -192,8 +196,10 @@ static int mig_cred (struct agent *a, const struct mig *g,
         tier_log_error ("job %u: the groups of %s", g->job_id, g->user);
         return -1;
     }
-    tier_log (LOG_WARNING, "job %u: no groups known for %s: its migrator "
-              "has the primary group only", g->job_id, g->user);
+    tier_log (LOG_WARNING,
+              "job %u: no groups known for %s: its migrator "
+              "has the primary group only",
+              g->job_id, g->user);
     tier_cred_init (cred, g->uid, g->gid);
     return tier_cred_set_groups (cred, NULL, 0);
 }
@@ -201,12 +207,19 @@ static int mig_cred (struct agent *a, const struct mig *g,
 /* Start g's migrator with what the records say (resume). */
 static int mig_spawn (struct agent *a, struct mig *g)
 {
-    struct migrator_arg ma = { .spec = &g->spec, .conf = a->conf,
-                               .node = a->node, .user = g->user };
+    struct migrator_arg ma = {
+        .spec = &g->spec, .conf = a->conf, .node = a->node, .user = g->user
+    };
     struct child_spec spec = {
-        .name = "tierd-mig", .proto = &migmsg_proto, .mode = TIER_CRED_DATA,
-        .as_root = migrator_as_root, .main = migrator_main, .arg = &ma,
-        .on_msg = on_migrator_msg, .on_done = on_migrator_done, .owner = g,
+        .name = "tierd-mig",
+        .proto = &migmsg_proto,
+        .mode = TIER_CRED_DATA,
+        .as_root = migrator_as_root,
+        .main = migrator_main,
+        .arg = &ma,
+        .on_msg = on_migrator_msg,
+        .on_done = on_migrator_done,
+        .owner = g,
     };
     struct migmsg_batch resume = { 0 };
     struct tier_cred cred;
@@ -232,7 +245,8 @@ static int mig_spawn (struct agent *a, struct mig *g)
     (void) snprintf (what, sizeof (what), "stage-out of job %u", g->job_id);
     ma.limit = streams_limit (a, g->uid, NULL);
     if ((ma.streams_fd = streams_client (a, g->uid, NULL, STREAMS_STAGE_OUT,
-                                         what)) >= 0)
+                                         what))
+        >= 0)
         spec.keep[spec.nkeep++] = ma.streams_fd;
     g->child = child_start (a, &spec, &e);
     if (ma.streams_fd >= 0)
@@ -286,15 +300,16 @@ static bool finish (struct agent *a, struct mig *g)
 
     if (missing) {
         /* never drop what did not arrive: look again */
-        tier_log (LOG_ERR, "job %u: %d file(s) of its write cache (%s, ...) "
-                  "have no record of reaching the GFS: kept", g->job_id,
-                  missing, first);
+        tier_log (LOG_ERR,
+                  "job %u: %d file(s) of its write cache (%s, ...) "
+                  "have no record of reaching the GFS: kept",
+                  g->job_id, missing, first);
         g->seq_done = 0;
         (void) tell_sync (g, ++g->seq_sent, false);
         return false;
     }
     if (migrate_manifest_start (a, g) < 0)
-        g->manifest_done = true;        /* logged, or no SharedStateDir */
+        g->manifest_done = true; /* logged, or no SharedStateDir */
     return true;
 }
 
@@ -308,8 +323,10 @@ static void retire (struct agent *a, struct mig *g)
     if (g->child && migrate_tell (g, &quit) < 0)
         child_kill (g->child, SIGTERM);
     migrate_outbox_remove (a, g);
-    tier_log (LOG_INFO, "job %u: every output is on the GFS (%d in "
-              "conflict, kept in the manifest)", g->job_id, g->conflicts);
+    tier_log (LOG_INFO,
+              "job %u: every output is on the GFS (%d in "
+              "conflict, kept in the manifest)",
+              g->job_id, g->conflicts);
     mig_free (g);
 }
 
@@ -369,10 +386,11 @@ json_t *op_job_stageout (struct agent *a, struct conn *c, json_t *req,
         return NULL;
     }
     if (migrate_outbox_parse_dirs (json_object_get (req, "dirs"),
-                                   json_object_get (req, "urls"), &s,
-                                   error) < 0
-        || store_job_get (a->store, (uint32_t) job_id, (uint32_t) restart,
-                          &job, error) < 0)
+                                   json_object_get (req, "urls"), &s, error)
+            < 0
+        || store_job_get (a->store, (uint32_t) job_id, (uint32_t) restart, &job,
+                          error)
+               < 0)
         return NULL;
     if (!(g = mig_find (job.job_id, job.restart))) {
         if (!(g = mig_new (&job, &s))) {
@@ -459,8 +477,8 @@ json_t *op_job_stageout_sync (struct agent *a, struct conn *c, json_t *req,
         w->seq = g->seq_sent + 1;
     w->c = c;
     w->msgid = c->req_id;
-    w->deadline_ms = tier_now_ms () + (timeout > 0 ? timeout
-                                        : (wait ? WAIT_FOREVER_MS : 0));
+    w->deadline_ms = tier_now_ms ()
+                     + (timeout > 0 ? timeout : (wait ? WAIT_FOREVER_MS : 0));
     w->next = g->waiters;
     g->waiters = w;
     c->waiting++;

@@ -54,15 +54,15 @@
 
 /* A job's outputs on this node: what its migrator is started with. */
 struct migrate_spec {
-    bool resumed;               /* an earlier migrator of the job died */
+    bool resumed; /* an earlier migrator of the job died */
     uint32_t job_id, restart;
     uid_t uid;
     gid_t gid;
-    int64_t job_start;          /* epoch s: GFS changes after it are not
+    int64_t job_start; /* epoch s: GFS changes after it are not
                                  * ours unless we made them */
     int ndirs;
     char gfs[MIGRATE_DIRS_MAX][PATH_MAX];
-    char url[MIGRATE_DIRS_MAX][TIER_URL_MAX + 1];   /* DIR=URL, or "" */
+    char url[MIGRATE_DIRS_MAX][TIER_URL_MAX + 1]; /* DIR=URL, or "" */
 };
 
 /* NvdimmDir/.outbox/JOB.RESTART (k < 0) or .../K/upper, the write cache
@@ -113,11 +113,11 @@ struct migrator_arg {
     const struct migrate_spec *spec;
     const struct tier_conf *conf;
     const char *node;
-    const char *user;           /* the job's user (for S3 credentials) */
-    int streams_fd;             /* the GFS streams' worker channel */
-    struct tier_copy_limit *limit;      /* the user's bandwidth */
-    const struct migmsg_batch *resume;  /* what the agent knows */
-    int upperfd[MIGRATE_DIRS_MAX];      /* as_root opens them */
+    const char *user;                  /* the job's user (for S3 credentials) */
+    int streams_fd;                    /* the GFS streams' worker channel */
+    struct tier_copy_limit *limit;     /* the user's bandwidth */
+    const struct migmsg_batch *resume; /* what the agent knows */
+    int upperfd[MIGRATE_DIRS_MAX];     /* as_root opens them */
 };
 
 /* child_spec.as_root: open the write caches (their parents are root's). */
@@ -144,14 +144,14 @@ struct mig {
     uid_t uid;
     gid_t gid;
     char user[64];
-    struct child *child;        /* the migrator, or NULL */
-    pid_t pid;                  /* its pid, or 0 */
+    struct child *child; /* the migrator, or NULL */
+    pid_t pid;           /* its pid, or 0 */
     unsigned seq_sent, seq_done;
     int pending, failed, conflicts;
-    uint64_t out_us;            /* migration time not yet in stage_out_ms */
-    bool ended;                 /* the job ended: remove when done */
-    struct child *manifest;     /* the manifest's writer in flight */
-    bool manifest_done;         /* the final manifest is written (or the
+    uint64_t out_us;        /* migration time not yet in stage_out_ms */
+    bool ended;             /* the job ended: remove when done */
+    struct child *manifest; /* the manifest's writer in flight */
+    bool manifest_done;     /* the final manifest is written (or the
                                  * attempt failed and was logged) */
     int64_t restart_after_ms;
     struct migrate_spec spec;
@@ -176,21 +176,20 @@ void migrate_rec_result (struct agent *a, struct mig *g,
                          const struct migmsg *m);
 /* What is known of g's outputs, as the commands of a resume; *uploads
  * gets the number of multipart uploads among them. */
-int migrate_rec_resume (struct agent *a, struct mig *g,
-                        struct migmsg_batch *b, int *uploads);
+int migrate_rec_resume (struct agent *a, struct mig *g, struct migmsg_batch *b,
+                        int *uploads);
 /* The outputs of one job, with their state (for job.outputs and the
  * manifest): arr (if set) gets one object per output. */
 struct migrate_list {
     uint32_t job_id, restart;
-    const struct mig *g;        /* adds "path" and "dir" (NULL: none) */
+    const struct mig *g; /* adds "path" and "dir" (NULL: none) */
     json_t *arr;
     int done, pending, failed, conflicts;
 };
 int migrate_rec_list (struct agent *a, struct migrate_list *lc,
                       tier_error_t *error);
 /* The first max failed outputs of g: [{path, error}] (new reference). */
-json_t *migrate_rec_failures (struct agent *a, const struct mig *g,
-                              size_t max);
+json_t *migrate_rec_failures (struct agent *a, const struct mig *g, size_t max);
 /* Did rel of dir k reach the GFS at this size (or stay in conflict)? */
 bool migrate_rec_arrived (struct agent *a, const struct mig *g, int k,
                           const char *rel, off_t size);
@@ -201,8 +200,8 @@ int migrate_outbox_parse_dirs (json_t *dirs, json_t *urls,
 int migrate_outbox_write_dirs (struct agent *a, const struct mig *g);
 /* Regular files of g's write caches with no record of arrival: their
  * number, and the first into first. */
-int migrate_outbox_missing (struct agent *a, const struct mig *g,
-                            char *first, size_t size);
+int migrate_outbox_missing (struct agent *a, const struct mig *g, char *first,
+                            size_t size);
 void migrate_outbox_remove (struct agent *a, const struct mig *g);
 /* Call fn for every outbox a previous life left (with its job and dirs). */
 typedef void (*migrate_outbox_f) (struct agent *a, const struct store_job *job,

@@ -46,7 +46,10 @@ static int manifest_main (void *arg, int chan)
 
     (void) chan;
     return tier_state_publish (m->root, m->user, m->uid, TIER_STATE_JOBS,
-                               m->job, m->name, m->text) < 0 ? 1 : 0;
+                               m->job, m->name, m->text)
+                   < 0
+               ? 1
+               : 0;
 }
 
 static void manifest_done (struct agent *a, struct child *c, int status,
@@ -60,20 +63,24 @@ static void manifest_done (struct agent *a, struct child *c, int status,
     if (!WIFEXITED (status) || WEXITSTATUS (status) != 0) {
         char dir[PATH_MAX];
         if (tier_state_user_path (a->conf->shared_state_dir, g->user,
-                                  TIER_STATE_JOBS, dir, sizeof (dir)) < 0)
+                                  TIER_STATE_JOBS, dir, sizeof (dir))
+            < 0)
             (void) snprintf (dir, sizeof (dir), "%s/users/?",
                              a->conf->shared_state_dir);
-        tier_log (LOG_WARNING, "job %u: the output manifest could not be "
-                  "written to %s", g->job_id, dir);
+        tier_log (LOG_WARNING,
+                  "job %u: the output manifest could not be "
+                  "written to %s",
+                  g->job_id, dir);
     }
-    migrate_settle (a, g);              /* may free g */
+    migrate_settle (a, g); /* may free g */
 }
 
 /* The manifest's text (malloc'd), or NULL. */
 static char *manifest_text (struct agent *a, struct mig *g)
 {
-    struct migrate_list lc = { .job_id = g->job_id, .restart = g->restart,
-                               .g = g, .arr = json_array () };
+    struct migrate_list lc = {
+        .job_id = g->job_id, .restart = g->restart, .g = g, .arr = json_array ()
+    };
     tier_error_t e;
     char *text;
     json_t *o;
@@ -82,11 +89,11 @@ static char *manifest_text (struct agent *a, struct mig *g)
         return NULL;
     (void) migrate_rec_list (a, &lc, &e);
     o = json_pack ("{s:i s:I s:I s:s s:I s:i s:i s:i s:i s:o}", "format", 1,
-                   "job_id", (json_int_t) g->job_id,
-                   "restart", (json_int_t) g->restart, "node", a->node,
-                   "time", (json_int_t) time (NULL), "done", lc.done,
-                   "pending", lc.pending, "failed", lc.failed,
-                   "conflicts", lc.conflicts, "outputs", lc.arr);
+                   "job_id", (json_int_t) g->job_id, "restart",
+                   (json_int_t) g->restart, "node", a->node, "time",
+                   (json_int_t) time (NULL), "done", lc.done, "pending",
+                   lc.pending, "failed", lc.failed, "conflicts", lc.conflicts,
+                   "outputs", lc.arr);
     text = o ? json_dumps (o, JSON_INDENT (1) | JSON_SORT_KEYS) : NULL;
     json_decref (o);
     return text;
@@ -95,10 +102,14 @@ static char *manifest_text (struct agent *a, struct mig *g)
 int migrate_manifest_start (struct agent *a, struct mig *g)
 {
     struct manifest_arg m = { .root = a->conf->shared_state_dir,
-                              .user = g->user, .uid = g->uid };
-    struct child_spec spec = { .name = "tierd-manifest", .main = manifest_main,
-                               .arg = &m, .mode = TIER_CRED_OWN,
-                               .on_done = manifest_done, .owner = g };
+                              .user = g->user,
+                              .uid = g->uid };
+    struct child_spec spec = { .name = "tierd-manifest",
+                               .main = manifest_main,
+                               .arg = &m,
+                               .mode = TIER_CRED_OWN,
+                               .on_done = manifest_done,
+                               .owner = g };
     struct tier_cred cred;
     tier_error_t e;
     char *text;

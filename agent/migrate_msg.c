@@ -18,20 +18,41 @@
 
 /* The members, by kind of value. */
 enum kind {
-    K_INT = 1,                  /* int, 0..INT_MAX */
-    K_U32,                      /* uint32_t */
-    K_NAT,                      /* int64_t, >= 0 */
-    K_I64,                      /* int64_t */
+    K_INT = 1, /* int, 0..INT_MAX */
+    K_U32,     /* uint32_t */
+    K_NAT,     /* int64_t, >= 0 */
+    K_I64,     /* int64_t */
     K_BOOL,
-    K_STR,                      /* const char * */
-    K_TIME,                     /* struct timespec as [s, ns] */
+    K_STR,  /* const char * */
+    K_TIME, /* struct timespec as [s, ns] */
 };
 
 enum member {
-    F_K, F_REL, F_SEQ, F_FLUSH, F_PENDING, F_FAILED, F_CONFLICTS, F_ERROR,
-    F_ERRNO, F_FIRST, F_OURS, F_SIZE, F_MTIME, F_SHA256, F_INO, F_GFS_SIZE,
-    F_GFS_MTIME, F_GFS_CTIME, F_US, F_ETAG, F_UPLOAD_ID, F_PART_SIZE,
-    F_MTIME_NS, F_N, F_SIDE,
+    F_K,
+    F_REL,
+    F_SEQ,
+    F_FLUSH,
+    F_PENDING,
+    F_FAILED,
+    F_CONFLICTS,
+    F_ERROR,
+    F_ERRNO,
+    F_FIRST,
+    F_OURS,
+    F_SIZE,
+    F_MTIME,
+    F_SHA256,
+    F_INO,
+    F_GFS_SIZE,
+    F_GFS_MTIME,
+    F_GFS_CTIME,
+    F_US,
+    F_ETAG,
+    F_UPLOAD_ID,
+    F_PART_SIZE,
+    F_MTIME_NS,
+    F_N,
+    F_SIDE,
     F_COUNT
 };
 
@@ -59,7 +80,7 @@ static const struct field fields[F_COUNT] = {
     FIELD (F_SIZE, "size", K_NAT, size),
     FIELD (F_MTIME, "mtime", K_TIME, mtime),
     FIELD (F_SHA256, "sha256", K_STR, sha256),
-    FIELD (F_INO, "ino", K_I64, ino),     /* an ino_t, as it casts */
+    FIELD (F_INO, "ino", K_I64, ino), /* an ino_t, as it casts */
     FIELD (F_GFS_SIZE, "gfs_size", K_NAT, gfs_size),
     FIELD (F_GFS_MTIME, "gfs_mtime", K_TIME, gfs_mtime),
     FIELD (F_GFS_CTIME, "gfs_ctime", K_TIME, gfs_ctime),
@@ -77,8 +98,8 @@ static const struct field fields[F_COUNT] = {
 
 struct msgdef {
     enum migmsg_dir dir;
-    unsigned need;              /* members it must have */
-    unsigned may;               /* and may have */
+    unsigned need; /* members it must have */
+    unsigned may;  /* and may have */
 };
 
 static const struct msgdef defs[MIGMSG_NTYPES + 1] = {
@@ -86,38 +107,46 @@ static const struct msgdef defs[MIGMSG_NTYPES + 1] = {
     [MIGMSG_DIRTY] = { MIGMSG_COMMAND, FILE_ID, 0 },
     [MIGMSG_SCAN] = { MIGMSG_COMMAND, FILE_ID, 0 },
     [MIGMSG_QUIT] = { MIGMSG_COMMAND, 0, 0 },
-    [MIGMSG_KNOWN] = { MIGMSG_COMMAND, FILE_ID | B (F_OURS)
-                       | B (F_INO) | B (F_GFS_SIZE) | B (F_GFS_MTIME)
-                       | B (F_GFS_CTIME) | B (F_SIZE) | B (F_MTIME), 0 },
-    [MIGMSG_KNOWN_OBJECT] = { MIGMSG_COMMAND, FILE_ID
-                              | B (F_SIZE) | B (F_MTIME) | B (F_ETAG), 0 },
+    [MIGMSG_KNOWN] = { MIGMSG_COMMAND,
+                       FILE_ID | B (F_OURS) | B (F_INO) | B (F_GFS_SIZE)
+                           | B (F_GFS_MTIME) | B (F_GFS_CTIME) | B (F_SIZE)
+                           | B (F_MTIME),
+                       0 },
+    [MIGMSG_KNOWN_OBJECT] = { MIGMSG_COMMAND,
+                              FILE_ID | B (F_SIZE) | B (F_MTIME) | B (F_ETAG),
+                              0 },
     [MIGMSG_CLAIM] = { MIGMSG_COMMAND, FILE_ID, 0 },
-    [MIGMSG_UPLOAD] = { MIGMSG_COMMAND, FILE_ID | B (F_UPLOAD_ID)
-                        | B (F_PART_SIZE) | B (F_SIZE) | B (F_MTIME_NS), 0 },
-    [MIGMSG_PART] = { MIGMSG_COMMAND, FILE_ID | B (F_N)
-                      | B (F_ETAG), 0 },
+    [MIGMSG_UPLOAD] = { MIGMSG_COMMAND,
+                        FILE_ID | B (F_UPLOAD_ID) | B (F_PART_SIZE) | B (F_SIZE)
+                            | B (F_MTIME_NS),
+                        0 },
+    [MIGMSG_PART] = { MIGMSG_COMMAND, FILE_ID | B (F_N) | B (F_ETAG), 0 },
     [MIGMSG_READY] = { MIGMSG_RESULT, 0, 0 },
     [MIGMSG_ERROR] = { MIGMSG_RESULT, B (F_ERROR), 0 },
-    [MIGMSG_DONE] = { MIGMSG_RESULT, FILE_ID | B (F_SIZE)
-                      | B (F_SHA256) | B (F_OURS) | B (F_INO)
-                      | B (F_GFS_SIZE) | B (F_GFS_MTIME) | B (F_GFS_CTIME)
-                      | B (F_US) | B (F_FIRST), 0 },
-    [MIGMSG_FAILED] = { MIGMSG_RESULT, FILE_ID | B (F_ERRNO)
-                        | B (F_ERROR) | B (F_FIRST), 0 },
+    [MIGMSG_DONE] = { MIGMSG_RESULT,
+                      FILE_ID | B (F_SIZE) | B (F_SHA256) | B (F_OURS)
+                          | B (F_INO) | B (F_GFS_SIZE) | B (F_GFS_MTIME)
+                          | B (F_GFS_CTIME) | B (F_US) | B (F_FIRST),
+                      0 },
+    [MIGMSG_FAILED] = { MIGMSG_RESULT,
+                        FILE_ID | B (F_ERRNO) | B (F_ERROR) | B (F_FIRST), 0 },
     [MIGMSG_CONFLICT] = { MIGMSG_RESULT, FILE_ID, B (F_SIDE) },
     [MIGMSG_GONE] = { MIGMSG_RESULT, FILE_ID, 0 },
-    [MIGMSG_SYNCED] = { MIGMSG_RESULT, B (F_SEQ) | B (F_PENDING)
-                        | B (F_FAILED) | B (F_CONFLICTS), 0 },
+    [MIGMSG_SYNCED] = { MIGMSG_RESULT,
+                        B (F_SEQ) | B (F_PENDING) | B (F_FAILED)
+                            | B (F_CONFLICTS),
+                        0 },
     [MIGMSG_CLAIMED] = { MIGMSG_RESULT, FILE_ID, 0 },
-    [MIGMSG_UPLOAD_BEGUN] = { MIGMSG_RESULT, FILE_ID
-                              | B (F_UPLOAD_ID) | B (F_PART_SIZE)
-                              | B (F_SIZE) | B (F_MTIME_NS), 0 },
-    [MIGMSG_PART_DONE] = { MIGMSG_RESULT, FILE_ID | B (F_N)
-                           | B (F_ETAG), 0 },
+    [MIGMSG_UPLOAD_BEGUN] = { MIGMSG_RESULT,
+                              FILE_ID | B (F_UPLOAD_ID) | B (F_PART_SIZE)
+                                  | B (F_SIZE) | B (F_MTIME_NS),
+                              0 },
+    [MIGMSG_PART_DONE] = { MIGMSG_RESULT, FILE_ID | B (F_N) | B (F_ETAG), 0 },
     [MIGMSG_UPLOAD_GONE] = { MIGMSG_RESULT, FILE_ID, 0 },
-    [MIGMSG_OBJECT_DONE] = { MIGMSG_RESULT, FILE_ID
-                             | B (F_SIZE) | B (F_MTIME) | B (F_SHA256)
-                             | B (F_US) | B (F_FIRST) | B (F_ETAG), 0 },
+    [MIGMSG_OBJECT_DONE] = { MIGMSG_RESULT,
+                             FILE_ID | B (F_SIZE) | B (F_MTIME) | B (F_SHA256)
+                                 | B (F_US) | B (F_FIRST) | B (F_ETAG),
+                             0 },
 };
 
 static const struct chmsg_type types[] = {
@@ -180,7 +209,8 @@ static json_t *pack_field (const struct migmsg *m, const struct field *f)
             return json_boolean (*(const bool *) p);
         case K_STR:
             return *(const char *const *) p
-                   ? json_string (*(const char *const *) p) : NULL;
+                       ? json_string (*(const char *const *) p)
+                       : NULL;
         case K_TIME:
             return pack_time ((const struct timespec *) p);
     }
@@ -207,7 +237,7 @@ json_t *migmsg_pack (const struct migmsg *m)
             continue;
         if (!(v = pack_field (m, &fields[i]))) {
             if (!(d->need & B (i)) && fields[i].kind == K_STR)
-                continue;               /* an optional string, absent */
+                continue; /* an optional string, absent */
             json_decref (o);
             errno = fields[i].kind == K_STR ? EINVAL : ENOMEM;
             return NULL;
@@ -256,8 +286,7 @@ static int unpack_time (json_t *v, struct timespec *ts)
     json_int_t s, ns;
 
     if (!json_is_array (v) || json_array_size (v) != 2
-        || json_unpack (v, "[II]", &s, &ns) < 0 || ns < 0
-        || ns > 999999999)
+        || json_unpack (v, "[II]", &s, &ns) < 0 || ns < 0 || ns > 999999999)
         return -1;
     ts->tv_sec = (time_t) s;
     ts->tv_nsec = (long) ns;
@@ -318,8 +347,10 @@ int migmsg_unpack (int type, json_t *body, enum migmsg_dir dir,
     memset (m, 0, sizeof (*m));
     if (migmsg_dir (type) != dir || !json_is_object (body)) {
         errno = EPROTO;
-        return tier_errprintf (error, "migrator channel: '%s' is not a "
-                               "message of the %s", name,
+        return tier_errprintf (error,
+                               "migrator channel: '%s' is not a "
+                               "message of the %s",
+                               name,
                                dir == MIGMSG_COMMAND ? "agent" : "migrator");
     }
     d = &defs[type];
@@ -332,13 +363,17 @@ int migmsg_unpack (int type, json_t *body, enum migmsg_dir dir,
             if (!(d->need & B (i)))
                 continue;
             errno = EPROTO;
-            return tier_errprintf (error, "migrator channel: '%s' without "
-                                   "'%s'", name, fields[i].name);
+            return tier_errprintf (error,
+                                   "migrator channel: '%s' without "
+                                   "'%s'",
+                                   name, fields[i].name);
         }
         if (unpack_field (v, &fields[i], m) < 0) {
             errno = EPROTO;
-            return tier_errprintf (error, "migrator channel: '%s': '%s' is "
-                                   "not %s", name, fields[i].name,
+            return tier_errprintf (error,
+                                   "migrator channel: '%s': '%s' is "
+                                   "not %s",
+                                   name, fields[i].name,
                                    kind_name (fields[i].kind));
         }
     }

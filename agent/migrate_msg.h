@@ -90,8 +90,8 @@ enum migmsg_type {
 
 /* Who sends it. */
 enum migmsg_dir {
-    MIGMSG_COMMAND = 1,         /* the agent */
-    MIGMSG_RESULT,              /* the migrator */
+    MIGMSG_COMMAND = 1, /* the agent */
+    MIGMSG_RESULT,      /* the migrator */
 };
 
 /* Every member of every message; a message uses the ones the table
@@ -100,26 +100,26 @@ enum migmsg_dir {
  */
 struct migmsg {
     enum migmsg_type type;
-    int k;                      /* the output directory (index) */
-    const char *rel;            /* the file, relative to it */
-    uint32_t seq;               /* sync, synced */
-    bool flush;                 /* sync: retry failures now */
-    int pending, failed, conflicts;     /* synced */
-    const char *error;          /* error, failed */
-    int err;                    /* failed: an errno value */
-    bool first;                 /* the name's first publication */
-    bool ours;                  /* created on the GFS by this job */
-    int64_t size;               /* the cached file's size */
-    struct timespec mtime;      /* and mtime */
-    const char *sha256;         /* of the cached file (hex) */
-    int64_t ino, gfs_size;      /* what it became on the GFS */
+    int k;                          /* the output directory (index) */
+    const char *rel;                /* the file, relative to it */
+    uint32_t seq;                   /* sync, synced */
+    bool flush;                     /* sync: retry failures now */
+    int pending, failed, conflicts; /* synced */
+    const char *error;              /* error, failed */
+    int err;                        /* failed: an errno value */
+    bool first;                     /* the name's first publication */
+    bool ours;                      /* created on the GFS by this job */
+    int64_t size;                   /* the cached file's size */
+    struct timespec mtime;          /* and mtime */
+    const char *sha256;             /* of the cached file (hex) */
+    int64_t ino, gfs_size;          /* what it became on the GFS */
     struct timespec gfs_mtime, gfs_ctime;
-    int64_t us;                 /* how long hashing and copying took */
-    const char *etag;           /* an object's or a part's ETag */
-    const char *upload_id;      /* a multipart upload */
+    int64_t us;            /* how long hashing and copying took */
+    const char *etag;      /* an object's or a part's ETag */
+    const char *upload_id; /* a multipart upload */
     int64_t part_size, mtime_ns;
-    uint32_t n;                 /* a part's number, from 1 */
-    const char *side;           /* conflict: where this job's version is
+    uint32_t n;       /* a part's number, from 1 */
+    const char *side; /* conflict: where this job's version is
                                  * (NULL: nowhere) */
 };
 
@@ -157,7 +157,7 @@ int migmsg_send (int fd, const struct migmsg *m);
  * none can come after a command.
  */
 struct migmsg_batch {
-    char *buf;                  /* NUL-terminated texts, one after the
+    char *buf; /* NUL-terminated texts, one after the
                                  * other */
     size_t len, cap;
     int count;

@@ -56,14 +56,17 @@ static struct tier_endpoint *obj_endpoint (struct migrator *m, int k,
 
         if (!m->conf->shared_state_dir[0]) {
             errno = ENOENT;
-            tier_errprintf (error, "%s: no S3 credentials: SharedStateDir "
-                            "is not set in tier.conf", d->url->display);
+            tier_errprintf (error,
+                            "%s: no S3 credentials: SharedStateDir "
+                            "is not set in tier.conf",
+                            d->url->display);
             return NULL;
         }
         if (tier_creds_path (m->conf->shared_state_dir, m->user, path,
-                             sizeof (path)) < 0) {
-            tier_errprintf (error, "%s: no S3 credentials: %s",
-                            d->url->display, strerror (errno));
+                             sizeof (path))
+            < 0) {
+            tier_errprintf (error, "%s: no S3 credentials: %s", d->url->display,
+                            strerror (errno));
             return NULL;
         }
         if (!(d->creds = tier_creds_for_bucket (path, d->url->bucket, m->uid,
@@ -129,8 +132,10 @@ static int on_upload_state (const char *json, void *arg)
     if (!(up = tier_s3_upload_load (json, &err)))
         return 0;
     if (!f->up || strcmp (f->up->upload_id, up->upload_id)) {
-        struct migmsg msg = { .type = MIGMSG_UPLOAD_BEGUN, .k = f->k,
-                              .rel = f->rel, .upload_id = up->upload_id,
+        struct migmsg msg = { .type = MIGMSG_UPLOAD_BEGUN,
+                              .k = f->k,
+                              .rel = f->rel,
+                              .upload_id = up->upload_id,
                               .part_size = (int64_t) up->part_size,
                               .size = (int64_t) up->size,
                               .mtime_ns = (int64_t) up->mtime_ns };
@@ -139,10 +144,11 @@ static int on_upload_state (const char *json, void *arg)
         f->up = NULL;
     }
     for (unsigned i = 0; i < up->nparts; i++)
-        if (up->etags[i] && !(f->up && i < f->up->nparts
-                              && f->up->etags[i])) {
-            struct migmsg msg = { .type = MIGMSG_PART_DONE, .k = f->k,
-                                  .rel = f->rel, .n = i + 1,
+        if (up->etags[i] && !(f->up && i < f->up->nparts && f->up->etags[i])) {
+            struct migmsg msg = { .type = MIGMSG_PART_DONE,
+                                  .k = f->k,
+                                  .rel = f->rel,
+                                  .n = i + 1,
                                   .etag = up->etags[i] };
             migrator_tell (u->m, &msg);
         }
@@ -173,12 +179,13 @@ static void obj_conflict (struct migrator *m, struct mfile *f, int src,
     struct tier_endpoint *ep;
     char side[PATH_MAX * 2];
     char why[TIER_ERROR_MAX + 200];
-    struct migmsg msg = { .type = MIGMSG_CONFLICT, .k = f->k, .rel = f->rel,
-                          .side = side };
+    struct migmsg msg = {
+        .type = MIGMSG_CONFLICT, .k = f->k, .rel = f->rel, .side = side
+    };
     tier_error_t err;
 
-    (void) snprintf (side, sizeof (side), ".tier-conflicts/%u/%s/%s",
-                     m->job_id, m->node, f->rel);
+    (void) snprintf (side, sizeof (side), ".tier-conflicts/%u/%s/%s", m->job_id,
+                     m->node, f->rel);
     if (!(ep = obj_endpoint (m, f->k, side, NULL, &err))
         || tier_endpoint_put (ep, src, &res, &err) < 0) {
         int e2 = errno;
@@ -187,10 +194,12 @@ static void obj_conflict (struct migrator *m, struct mfile *f, int src,
             migrator_due (m, f->k, f->rel, MIGRATOR_SETTLE_MS);
             return;
         }
-        (void) snprintf (why, sizeof (why), "the object existed before "
+        (void) snprintf (why, sizeof (why),
+                         "the object existed before "
                          "the job, or changed since its upload: not "
                          "overwritten, and this job's version could not be "
-                         "put beside it: %s", err.text);
+                         "put beside it: %s",
+                         err.text);
         obj_fail (m, f, e2, why);
         return;
     }
@@ -207,13 +216,16 @@ static void obj_conflict (struct migrator *m, struct mfile *f, int src,
 static void obj_published (struct migrator *m, struct mfile *f,
                            struct tier_endpoint *ep,
                            const struct tier_endpoint_result *res,
-                           const struct stat *st, const char *hex,
-                           int64_t us)
+                           const struct stat *st, const char *hex, int64_t us)
 {
-    struct migmsg msg = { .type = MIGMSG_OBJECT_DONE, .k = f->k,
-                          .rel = f->rel, .size = st->st_size,
-                          .mtime = st->st_mtim, .sha256 = hex,
-                          .us = us > 0 ? us : 0, .first = !f->published,
+    struct migmsg msg = { .type = MIGMSG_OBJECT_DONE,
+                          .k = f->k,
+                          .rel = f->rel,
+                          .size = st->st_size,
+                          .mtime = st->st_mtim,
+                          .sha256 = hex,
+                          .us = us > 0 ? us : 0,
+                          .first = !f->published,
                           .etag = f->etag };
     struct tier_endpoint_info info;
     tier_error_t err;
@@ -254,7 +266,7 @@ static void obj_upload (struct migrator *m, struct mfile *f,
         return;
     }
     if (tier_endpoint_put (ep, src, &res, &err) < 0) {
-        if (errno == ESTALE)                    /* still written */
+        if (errno == ESTALE) /* still written */
             migrator_due (m, f->k, f->rel, MIGRATOR_SETTLE_MS);
         else
             obj_fail (m, f, errno, err.text);
@@ -397,7 +409,7 @@ void migrate_obj_resume (struct migrator *m, const struct migmsg *c)
             f->published = f->ours = f->claimed = true;
             f->state = MF_DONE;
             (void) snprintf (f->etag, sizeof (f->etag), "%.255s", c->etag);
-            f->src.ino = 0;             /* adopted when unchanged */
+            f->src.ino = 0; /* adopted when unchanged */
             f->src.size = (off_t) c->size;
             f->src.mtime = c->mtime;
             break;

@@ -35,11 +35,11 @@ int migrate_outbox_path (const struct tier_conf *conf, uint32_t job_id,
     int n;
 
     if (k < 0)
-        n = snprintf (buf, size, "%s/.outbox/%u.%u", conf->nvdimm_dir,
-                      job_id, restart);
+        n = snprintf (buf, size, "%s/.outbox/%u.%u", conf->nvdimm_dir, job_id,
+                      restart);
     else
-        n = snprintf (buf, size, "%s/.outbox/%u.%u/%d/upper",
-                      conf->nvdimm_dir, job_id, restart, k);
+        n = snprintf (buf, size, "%s/.outbox/%u.%u/%d/upper", conf->nvdimm_dir,
+                      job_id, restart, k);
     if (n < 0 || (size_t) n >= size) {
         errno = ENAMETOOLONG;
         return -1;
@@ -55,7 +55,8 @@ static int parse_urls (json_t *urls, struct migrate_spec *s,
     size_t i;
     json_t *v;
 
-    json_array_foreach (urls, i, v) {
+    json_array_foreach (urls, i, v)
+    {
         const char *u = json_string_value (v);
         struct tier_url *url = NULL;
         tier_error_t e;
@@ -86,11 +87,12 @@ int migrate_outbox_parse_dirs (json_t *dirs, json_t *urls,
         urls = json_object_get (dirs, "urls");
         dirs = json_object_get (dirs, "dirs");
     }
-    if (urls && (!json_is_array (urls)
-                 || json_array_size (urls) != json_array_size (dirs))) {
+    if (urls
+        && (!json_is_array (urls)
+            || json_array_size (urls) != json_array_size (dirs))) {
         errno = EINVAL;
         return tier_errprintf (error, "'urls' must have one URL (or \"\") "
-                               "per directory");
+                                      "per directory");
     }
     if (urls && parse_urls (urls, s, error) < 0)
         return -1;
@@ -100,14 +102,16 @@ int migrate_outbox_parse_dirs (json_t *dirs, json_t *urls,
         return tier_errprintf (error, "'dirs' must list 1..%d directories",
                                MIGRATE_DIRS_MAX);
     }
-    json_array_foreach (dirs, i, v) {
+    json_array_foreach (dirs, i, v)
+    {
         const char *d = json_string_value (v);
         char norm[PATH_MAX];
-        if (!d || d[0] != '/' || tier_path_normalize (d, norm, sizeof (norm))
-            < 0 || strcmp (norm, d)) {
+        if (!d || d[0] != '/'
+            || tier_path_normalize (d, norm, sizeof (norm)) < 0
+            || strcmp (norm, d)) {
             errno = EINVAL;
             return tier_errprintf (error, "'dirs' must hold normalised "
-                                   "absolute paths");
+                                          "absolute paths");
         }
         (void) snprintf (s->gfs[i], sizeof (s->gfs[i]), "%s", d);
     }
@@ -126,7 +130,9 @@ int migrate_outbox_write_dirs (struct agent *a, const struct mig *g)
         json_array_append_new (urls, json_string (g->spec.url[k]));
     }
     if (migrate_outbox_path (a->conf, g->job_id, g->restart, -1, path,
-                             sizeof (path) - 16) == 0 && arr && urls) {
+                             sizeof (path) - 16)
+            == 0
+        && arr && urls) {
         strcat (path, "/dirs.json");
         o = json_pack ("{s:O s:O}", "dirs", arr, "urls", urls);
         rc = o ? json_dump_file (o, path, JSON_COMPACT) : -1;
@@ -155,7 +161,7 @@ static void verify_walk (struct verify_ctx *vc, int dfd, const char *rel,
     DIR *d;
 
     if (!(d = migrate_dir_open (dfd, depth))) {
-        vc->missing++;                  /* cannot tell: keep it */
+        vc->missing++; /* cannot tell: keep it */
         return;
     }
     while ((de = migrate_dir_next (d, rel, sub, sizeof (sub)))) {
@@ -163,8 +169,8 @@ static void verify_walk (struct verify_ctx *vc, int dfd, const char *rel,
         if (fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
         if (S_ISDIR (st.st_mode)) {
-            int sfd = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY
-                              | O_NOFOLLOW | O_CLOEXEC);
+            int sfd = openat (dirfd (d), de->d_name,
+                              O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sfd >= 0) {
                 verify_walk (vc, sfd, sub, depth + 1);
                 close (sfd);
@@ -180,8 +186,8 @@ static void verify_walk (struct verify_ctx *vc, int dfd, const char *rel,
     closedir (d);
 }
 
-int migrate_outbox_missing (struct agent *a, const struct mig *g,
-                            char *first, size_t size)
+int migrate_outbox_missing (struct agent *a, const struct mig *g, char *first,
+                            size_t size)
 {
     struct verify_ctx vc = { .a = a, .g = g };
     char path[PATH_MAX];
@@ -189,9 +195,11 @@ int migrate_outbox_missing (struct agent *a, const struct mig *g,
     for (int k = 0; k < g->spec.ndirs; k++) {
         int fd;
         if (migrate_outbox_path (a->conf, g->job_id, g->restart, k, path,
-                                 sizeof (path)) < 0
-            || (fd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                           | O_CLOEXEC)) < 0)
+                                 sizeof (path))
+                < 0
+            || (fd = open (path,
+                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+                   < 0)
             continue;
         vc.k = k;
         verify_walk (&vc, fd, "", 0);
@@ -241,8 +249,8 @@ static int parse_name (const char *name, uint32_t *job_id, uint32_t *restart)
     return 0;
 }
 
-static void outbox_found (struct agent *a, const char *dir,
-                          const char *name, migrate_outbox_f fn)
+static void outbox_found (struct agent *a, const char *dir, const char *name,
+                          migrate_outbox_f fn)
 {
     char path[PATH_MAX + 300];
     struct migrate_spec s;
@@ -258,8 +266,10 @@ static void outbox_found (struct agent *a, const char *dir,
     memset (&s, 0, sizeof (s));
     if (store_job_get (a->store, id, rst, &job, &e) < 0
         || !(dirs = json_load_file (path, 0, &jerr))) {
-        tier_log (LOG_WARNING, "outbox %s/%s: no job record or no "
-                  "directories: left for the administrator", dir, name);
+        tier_log (LOG_WARNING,
+                  "outbox %s/%s: no job record or no "
+                  "directories: left for the administrator",
+                  dir, name);
         return;
     }
     if (migrate_outbox_parse_dirs (dirs, NULL, &s, &e) == 0)

@@ -24,7 +24,7 @@
 #include <time.h>
 
 #include "lib/log.h"
-#include "lib/endpoint.h"     /* tier_url_child */
+#include "lib/endpoint.h" /* tier_url_child */
 #include "migrate.h"
 
 /* Escaped names longer than this make no upload records (LMDB keys are
@@ -75,8 +75,7 @@ static int key_unesc (const char *in, size_t n, char *out, size_t size)
             return -1;
         if (in[i] == '%') {
             int hi, lo;
-            if (i + 2 >= n
-                || (hi = hexval (in[i + 1])) < 0
+            if (i + 2 >= n || (hi = hexval (in[i + 1])) < 0
                 || (lo = hexval (in[i + 2])) < 0)
                 return -1;
             out[o++] = (char) (hi << 4 | lo);
@@ -155,16 +154,15 @@ static void record (struct agent *a, struct mig *g, int k, const char *rel,
             struct tier_url *pre, *u = NULL;
             if ((pre = tier_url_parse (g->spec.url[k], &e)))
                 u = tier_url_child (pre, rel, &e);
-            json_object_set_new (val, "url", json_string (u ? u->text
-                                                            : "?"));
+            json_object_set_new (val, "url", json_string (u ? u->text : "?"));
             tier_url_destroy (u);
             tier_url_destroy (pre);
         }
     }
     s = val ? json_dumps (val, JSON_COMPACT) : NULL;
     json_decref (val);
-    (void) snprintf (key, sizeof (key), "%u.%u/%d/%s", g->job_id, g->restart,
-                     k, rel);
+    (void) snprintf (key, sizeof (key), "%u.%u/%d/%s", g->job_id, g->restart, k,
+                     rel);
     kv.key = key;
     kv.val = s;
     if (store_output_apply (a->store, &kv, 1, &e) < 0)
@@ -182,8 +180,8 @@ static json_t *record_get (struct agent *a, const struct mig *g, int k,
     size_t vlen = 0;
     json_t *o;
 
-    (void) snprintf (key, sizeof (key), "%u.%u/%d/%s", g->job_id, g->restart,
-                     k, rel);
+    (void) snprintf (key, sizeof (key), "%u.%u/%d/%s", g->job_id, g->restart, k,
+                     rel);
     if (store_output_get (a->store, key, &val, &vlen, &e) < 0)
         return NULL;
     o = json_loadb (val, vlen, 0, &jerr);
@@ -233,7 +231,7 @@ static void count_published (struct agent *a, struct mig *g,
     ctr_add (a, job, TIER_ROLE_ENDPOINT, TIER_CTR_STAGE_OUT_BYTES,
              (uint64_t) m->size);
     if (!gfs)
-        return;                 /* an object's bytes are no GFS bytes */
+        return; /* an object's bytes are no GFS bytes */
     ctr_add (a, job, TIER_ROLE_ENDPOINT, TIER_CTR_GFS_BYTES_WRITTEN,
              (uint64_t) m->size);
     /* on the GFS: the temporary's create and its rename */
@@ -247,12 +245,13 @@ static void on_done (struct agent *a, struct mig *g, const struct migmsg *m,
 
     ts_format (&m->gfs_mtime, gm, sizeof (gm));
     ts_format (&m->gfs_ctime, gc, sizeof (gc));
-    record (a, g, m->k, m->rel, json_pack (
-        "{s:s s:i s:I s:s s:b s:I s:I s:s s:s s:s s:I}",
-        "state", "done", "k", m->k, "size", (json_int_t) m->size,
-        "sha256", m->sha256, "ours", m->ours, "ino", (json_int_t) m->ino,
-        "gfs_size", (json_int_t) m->gfs_size, "gfs_mtime", gm,
-        "gfs_ctime", gc, "mtime", gm, "time", (json_int_t) time (NULL)));
+    record (a, g, m->k, m->rel,
+            json_pack ("{s:s s:i s:I s:s s:b s:I s:I s:s s:s s:s s:I}", "state",
+                       "done", "k", m->k, "size", (json_int_t) m->size,
+                       "sha256", m->sha256, "ours", m->ours, "ino",
+                       (json_int_t) m->ino, "gfs_size",
+                       (json_int_t) m->gfs_size, "gfs_mtime", gm, "gfs_ctime",
+                       gc, "mtime", gm, "time", (json_int_t) time (NULL)));
     count_published (a, g, job, m, true);
 }
 
@@ -273,17 +272,20 @@ static void on_failed (struct agent *a, struct mig *g, const struct migmsg *m,
     json_decref (old);
     record (a, g, m->k, m->rel, o);
     if (url)
-        tier_log (LOG_WARNING, "job %u: %s/%s did not reach its object "
-                  "store (%s): %s (kept, retried)", g->job_id,
-                  g->spec.gfs[m->k], m->rel, g->spec.url[m->k], m->error);
-    else
-        tier_log (LOG_WARNING, "job %u: %s/%s did not reach the GFS: %s "
-                  "(kept, retried)", g->job_id, g->spec.gfs[m->k], m->rel,
+        tier_log (LOG_WARNING,
+                  "job %u: %s/%s did not reach its object "
+                  "store (%s): %s (kept, retried)",
+                  g->job_id, g->spec.gfs[m->k], m->rel, g->spec.url[m->k],
                   m->error);
+    else
+        tier_log (LOG_WARNING,
+                  "job %u: %s/%s did not reach the GFS: %s "
+                  "(kept, retried)",
+                  g->job_id, g->spec.gfs[m->k], m->rel, m->error);
 }
 
-static void on_conflict (struct agent *a, struct mig *g,
-                         const struct migmsg *m, const struct store_job *job)
+static void on_conflict (struct agent *a, struct mig *g, const struct migmsg *m,
+                         const struct store_job *job)
 {
     char why[PATH_MAX * 3];
     const char *dir = g->spec.gfs[m->k];
@@ -293,25 +295,30 @@ static void on_conflict (struct agent *a, struct mig *g,
         tier_error_t e;
         if ((pre = tier_url_parse (g->spec.url[m->k], &e)) && m->side)
             u = tier_url_child (pre, m->side, &e);
-        (void) snprintf (why, sizeof (why), "the object existed before the "
+        (void) snprintf (why, sizeof (why),
+                         "the object existed before the "
                          "job, or changed since its upload (another "
                          "writer): not overwritten; this job's version is "
-                         "at %s", u ? u->text : "?");
+                         "at %s",
+                         u ? u->text : "?");
         tier_url_destroy (u);
         tier_url_destroy (pre);
         uploads_drop (a, g, m->k, m->rel);
     }
     else if (m->side)
-        (void) snprintf (why, sizeof (why), "the GFS file changed during the "
+        (void) snprintf (why, sizeof (why),
+                         "the GFS file changed during the "
                          "job (another writer): not overwritten; this job's "
-                         "version is in %s/%s", dir, m->side);
+                         "version is in %s/%s",
+                         dir, m->side);
     else
-        (void) snprintf (why, sizeof (why), "the GFS file changed during the "
+        (void) snprintf (why, sizeof (why),
+                         "the GFS file changed during the "
                          "job (another writer): not overwritten; this job's "
                          "version could not be saved beside it");
-    record (a, g, m->k, m->rel, json_pack (
-        "{s:s s:i s:s s:I}", "state", "conflict", "k", m->k, "error", why,
-        "time", (json_int_t) time (NULL)));
+    record (a, g, m->k, m->rel,
+            json_pack ("{s:s s:i s:s s:I}", "state", "conflict", "k", m->k,
+                       "error", why, "time", (json_int_t) time (NULL)));
     tier_log (LOG_WARNING, "job %u: conflict on %s/%s: %s", g->job_id, dir,
               m->rel, why);
     if (job)
@@ -320,8 +327,7 @@ static void on_conflict (struct agent *a, struct mig *g,
 
 /* claimed: the key is this job's from now on, even if this upload fails
  * (parts and counts of a multipart one are kept). */
-static void on_claimed (struct agent *a, struct mig *g,
-                        const struct migmsg *m)
+static void on_claimed (struct agent *a, struct mig *g, const struct migmsg *m)
 {
     json_t *o = record_get (a, g, m->k, m->rel);
 
@@ -335,7 +341,7 @@ static void on_claimed (struct agent *a, struct mig *g,
     json_object_set_new (o, "time", json_integer (time (NULL)));
     json_object_del (o, "error");
     json_object_del (o, "errno");
-    json_object_del (o, "sha256");      /* of an older version */
+    json_object_del (o, "sha256"); /* of an older version */
     record (a, g, m->k, m->rel, o);
 }
 
@@ -349,11 +355,10 @@ static void on_upload_begun (struct agent *a, struct mig *g,
     if (!m->part_size
         || upload_prefix (g, m->k, m->rel, key, sizeof (key) - 2) < 0)
         return;
-    uploads_drop (a, g, m->k, m->rel);  /* an older upload's */
-    u = json_pack ("{s:s s:I s:I s:I}", "upload_id", m->upload_id,
-                   "part_size", (json_int_t) m->part_size, "size",
-                   (json_int_t) m->size, "mtime_ns",
-                   (json_int_t) m->mtime_ns);
+    uploads_drop (a, g, m->k, m->rel); /* an older upload's */
+    u = json_pack ("{s:s s:I s:I s:I}", "upload_id", m->upload_id, "part_size",
+                   (json_int_t) m->part_size, "size", (json_int_t) m->size,
+                   "mtime_ns", (json_int_t) m->mtime_ns);
     text = u ? json_dumps (u, JSON_COMPACT) : NULL;
     json_decref (u);
     strcat (key, "u");
@@ -387,8 +392,7 @@ static void on_part_done (struct agent *a, struct mig *g,
 }
 
 static void on_object_done (struct agent *a, struct mig *g,
-                            const struct migmsg *m,
-                            const struct store_job *job)
+                            const struct migmsg *m, const struct store_job *job)
 {
     json_t *old = record_get (a, g, m->k, m->rel), *o;
     char mtime[48];
@@ -396,9 +400,9 @@ static void on_object_done (struct agent *a, struct mig *g,
     ts_format (&m->mtime, mtime, sizeof (mtime));
     uploads_drop (a, g, m->k, m->rel);
     o = json_pack ("{s:s s:i s:I s:s s:b s:b s:s s:s s:I}", "state", "done",
-                   "k", m->k, "size", (json_int_t) m->size, "sha256",
-                   m->sha256, "ours", 1, "claimed", 1, "etag", m->etag,
-                   "mtime", mtime, "time", (json_int_t) time (NULL));
+                   "k", m->k, "size", (json_int_t) m->size, "sha256", m->sha256,
+                   "ours", 1, "claimed", 1, "etag", m->etag, "mtime", mtime,
+                   "time", (json_int_t) time (NULL));
     /* a multipart upload: how many parts it took */
     if (o && old && json_object_get (old, "parts"))
         json_object_set (o, "parts", json_object_get (old, "parts"));
@@ -407,8 +411,7 @@ static void on_object_done (struct agent *a, struct mig *g,
     count_published (a, g, job, m, false);
 }
 
-void migrate_rec_result (struct agent *a, struct mig *g,
-                         const struct migmsg *m)
+void migrate_rec_result (struct agent *a, struct mig *g, const struct migmsg *m)
 {
     struct store_job job;
     tier_error_t e;
@@ -456,7 +459,7 @@ void migrate_rec_result (struct agent *a, struct mig *g,
 struct resume_ctx {
     struct mig *g;
     struct migmsg_batch *b;
-    bool parts;                 /* the upload records' second pass */
+    bool parts; /* the upload records' second pass */
     int uploads;
     int rc;
 };
@@ -476,8 +479,9 @@ static void resume_record (struct resume_ctx *rc, const char *rel, json_t *o)
 
     if (json_unpack (o, "{s:s s:I s?I s?I s?I s?s s?s s?s s?s}", "state", &st,
                      "k", &k, "ino", &ino, "gfs_size", &gsize, "size", &size,
-                     "mtime", &sm, "gfs_mtime", &gm, "gfs_ctime", &gc,
-                     "etag", &etag) < 0
+                     "mtime", &sm, "gfs_mtime", &gm, "gfs_ctime", &gc, "etag",
+                     &etag)
+            < 0
         || k < 0 || k >= rc->g->spec.ndirs)
         return;
     m.k = (int) k;
@@ -497,9 +501,8 @@ static void resume_record (struct resume_ctx *rc, const char *rel, json_t *o)
         }
         return;
     }
-    if (strcmp (st, "done") || !sm || !gm || !gc
-        || ts_parse (sm, &m.mtime) < 0 || ts_parse (gm, &m.gfs_mtime) < 0
-        || ts_parse (gc, &m.gfs_ctime) < 0)
+    if (strcmp (st, "done") || !sm || !gm || !gc || ts_parse (sm, &m.mtime) < 0
+        || ts_parse (gm, &m.gfs_mtime) < 0 || ts_parse (gc, &m.gfs_ctime) < 0)
         return;
     m.type = MIGMSG_KNOWN;
     m.ours = json_is_true (json_object_get (o, "ours"));
@@ -531,8 +534,8 @@ static int known_cb (const char *key, const void *val, size_t len, void *arg)
 
 /* "JOB.RESTART/K/REL u" -> upload, "JOB.RESTART/K/REL pN" -> part (REL
  * escaped); key starts with this job's prefix (plen bytes). */
-static void resume_upload (struct resume_ctx *rc, const char *key,
-                           size_t plen, const char *val, size_t len)
+static void resume_upload (struct resume_ctx *rc, const char *key, size_t plen,
+                           const char *val, size_t len)
 {
     struct migmsg m = { 0 };
     const char *sp = strrchr (key, ' ');
@@ -552,9 +555,11 @@ static void resume_upload (struct resume_ctx *rc, const char *key,
         json_t *o = json_loadb (val, len, 0, &jerr);
         json_int_t psize = 0, size = 0, mtime = 0;
         m.type = MIGMSG_UPLOAD;
-        if (o && json_unpack (o, "{s:s s:I s:I s:I}", "upload_id",
-                              &m.upload_id, "part_size", &psize, "size",
-                              &size, "mtime_ns", &mtime) == 0
+        if (o
+            && json_unpack (o, "{s:s s:I s:I s:I}", "upload_id", &m.upload_id,
+                            "part_size", &psize, "size", &size, "mtime_ns",
+                            &mtime)
+                   == 0
             && psize > 0 && size >= 0) {
             m.part_size = psize;
             m.size = size;
@@ -577,8 +582,7 @@ static void resume_upload (struct resume_ctx *rc, const char *key,
     }
 }
 
-static int uploads_cb (const char *key, const void *val, size_t len,
-                       void *arg)
+static int uploads_cb (const char *key, const void *val, size_t len, void *arg)
 {
     struct resume_ctx *rc = arg;
     char prefix[64];
@@ -589,8 +593,8 @@ static int uploads_cb (const char *key, const void *val, size_t len,
     return 0;
 }
 
-int migrate_rec_resume (struct agent *a, struct mig *g,
-                        struct migmsg_batch *b, int *uploads)
+int migrate_rec_resume (struct agent *a, struct mig *g, struct migmsg_batch *b,
+                        int *uploads)
 {
     struct resume_ctx rc = { .g = g, .b = b };
     char prefix[64];
@@ -640,8 +644,8 @@ static int list_cb (const char *key, const void *val, size_t len, void *arg)
         json_object_set_new (o, "file", json_string (rel));
         if (lc->g && k >= 0 && k < lc->g->spec.ndirs) {
             char path[PATH_MAX * 2];
-            (void) snprintf (path, sizeof (path), "%s/%s",
-                             lc->g->spec.gfs[k], rel);
+            (void) snprintf (path, sizeof (path), "%s/%s", lc->g->spec.gfs[k],
+                             rel);
             json_object_set_new (o, "path", json_string (path));
             json_object_set_new (o, "dir", json_string (lc->g->spec.gfs[k]));
         }
@@ -679,7 +683,9 @@ static int fail_cb (const char *key, const void *val, size_t len, void *arg)
         return 0;
     /* an object output is named by its URL */
     if (json_unpack (o, "{s:s s?s s?s s?s}", "state", &st, "path", &path,
-                     "error", &why, "url", &url) == 0 && url)
+                     "error", &why, "url", &url)
+            == 0
+        && url)
         path = url;
     if (st && !strcmp (st, "failed") && path)
         json_array_append_new (fc->arr, json_pack ("{s:s s:s}", "path", path,
@@ -688,8 +694,7 @@ static int fail_cb (const char *key, const void *val, size_t len, void *arg)
     return 0;
 }
 
-json_t *migrate_rec_failures (struct agent *a, const struct mig *g,
-                              size_t max)
+json_t *migrate_rec_failures (struct agent *a, const struct mig *g, size_t max)
 {
     struct fail_ctx fc = { .g = g, .max = max, .arr = json_array () };
     tier_error_t e;

@@ -49,9 +49,10 @@ static void aw_add (struct mig *g, int k, int dfd, const char *rel)
     /* the magic link leads to the directory itself (no IN_DONT_FOLLOW:
      * that would watch the link) */
     (void) snprintf (path, sizeof (path), "/proc/self/fd/%d", dfd);
-    if ((wd = inotify_add_watch (ifd, path, IN_CLOSE_WRITE | IN_MOVED_TO
-                                 | IN_CREATE | IN_ONLYDIR
-                                 | IN_EXCL_UNLINK)) < 0)
+    if ((wd = inotify_add_watch (ifd, path,
+                                 IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE
+                                     | IN_ONLYDIR | IN_EXCL_UNLINK))
+        < 0)
         return;
     for (int i = 0; i < naws; i++)
         if (aws[i].wd == wd)
@@ -75,8 +76,7 @@ static void aw_add (struct mig *g, int k, int dfd, const char *rel)
 }
 
 /* Watch a directory of the write cache and every directory below it. */
-static void aw_walk (struct mig *g, int k, int dfd, const char *rel,
-                     int depth)
+static void aw_walk (struct mig *g, int k, int dfd, const char *rel, int depth)
 {
     char sub[PATH_MAX];
     struct dirent *de;
@@ -88,8 +88,9 @@ static void aw_walk (struct mig *g, int k, int dfd, const char *rel,
     while ((de = migrate_dir_next (d, rel, sub, sizeof (sub)))) {
         int sfd;
         if (de->d_type != DT_DIR
-            || (sfd = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECTORY
-                              | O_NOFOLLOW | O_CLOEXEC)) < 0)
+            || (sfd = openat (dirfd (d), de->d_name,
+                              O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+                   < 0)
             continue;
         aw_walk (g, k, sfd, sub, depth + 1);
         close (sfd);
@@ -97,20 +98,20 @@ static void aw_walk (struct mig *g, int k, int dfd, const char *rel,
     closedir (d);
 }
 
-void migrate_watch_tree (struct agent *a, struct mig *g, int k,
-                         const char *rel)
+void migrate_watch_tree (struct agent *a, struct mig *g, int k, const char *rel)
 {
     char path[PATH_MAX];
     int rootfd, fd;
 
     if (migrate_outbox_path (a->conf, g->job_id, g->restart, k, path,
-                             sizeof (path)) < 0
-        || (rootfd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                           | O_CLOEXEC)) < 0)
+                             sizeof (path))
+            < 0
+        || (rootfd = open (path,
+                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+               < 0)
         return;
-    fd = rel[0] ? tier_path_open_beneath (rootfd, rel, O_RDONLY
-                                          | O_DIRECTORY, 0,
-                                          TIER_BENEATH_NO_SYMLINKS)
+    fd = rel[0] ? tier_path_open_beneath (rootfd, rel, O_RDONLY | O_DIRECTORY,
+                                          0, TIER_BENEATH_NO_SYMLINKS)
                 : dup (rootfd);
     if (fd >= 0) {
         aw_walk (g, k, fd, rel, 0);
@@ -166,7 +167,7 @@ static void on_event (struct agent *a, int i, const struct inotify_event *ev)
 static void on_inotify (struct agent *a)
 {
     char buf[65536]
-        __attribute__ ((aligned (__alignof__ (struct inotify_event))));
+        __attribute__ ((aligned (__alignof__(struct inotify_event))));
     ssize_t n;
 
     while ((n = read (ifd, buf, sizeof (buf))) > 0) {

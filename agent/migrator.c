@@ -47,8 +47,8 @@
 #include "migrator.h"
 #include "streams.h"
 
-#define CMD_BURST 256               /* commands read before due files */
-#define RECV_TIMEOUT_MS 30000       /* a begun message must come whole */
+#define CMD_BURST 256         /* commands read before due files */
+#define RECV_TIMEOUT_MS 30000 /* a begun message must come whole */
 
 /* ---------------------------------------------------------- its files */
 
@@ -126,8 +126,11 @@ static void tell_error (struct migrator *m, const char *text)
 void migrator_fail (struct migrator *m, struct mfile *f, int err,
                     const char *text)
 {
-    struct migmsg msg = { .type = MIGMSG_FAILED, .k = f->k, .rel = f->rel,
-                          .err = err > 0 ? err : EIO, .error = text,
+    struct migmsg msg = { .type = MIGMSG_FAILED,
+                          .k = f->k,
+                          .rel = f->rel,
+                          .err = err > 0 ? err : EIO,
+                          .error = text,
                           .first = !f->failing };
 
     f->backoff_ms = f->backoff_ms ? f->backoff_ms * 2 : 1000;
@@ -211,8 +214,8 @@ static void walk (struct migrator *m, int k, int dfd, const char *rel,
         if (fstatat (dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
         if (S_ISDIR (st.st_mode)) {
-            int sfd = openat (dfd, de->d_name, O_RDONLY | O_DIRECTORY
-                              | O_NOFOLLOW | O_CLOEXEC);
+            int sfd = openat (dfd, de->d_name,
+                              O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sfd >= 0) {
                 walk (m, k, sfd, sub, depth + 1);
                 close (sfd);
@@ -225,9 +228,10 @@ static void walk (struct migrator *m, int k, int dfd, const char *rel,
         f = migrator_file (m, k, sub, false);
         /* published at this very version: nothing to do; failed: its
          * retry is scheduled (a flush brings it forward) */
-        if (f && ((f->published && f->state == MF_DONE
-                   && migrator_ident_eq (&f->src, &st))
-                  || f->state == MF_FAILED))
+        if (f
+            && ((f->published && f->state == MF_DONE
+                 && migrator_ident_eq (&f->src, &st))
+                || f->state == MF_FAILED))
             continue;
         migrator_due (m, k, sub, 0);
     }
@@ -237,8 +241,8 @@ static void walk (struct migrator *m, int k, int dfd, const char *rel,
 /* scan: a new directory of the write cache, and what it holds. */
 static void scan (struct migrator *m, int k, const char *rel)
 {
-    int dfd = tier_path_open_beneath (m->dirs[k].upperfd, rel, O_RDONLY
-                                      | O_DIRECTORY, 0,
+    int dfd = tier_path_open_beneath (m->dirs[k].upperfd, rel,
+                                      O_RDONLY | O_DIRECTORY, 0,
                                       TIER_BENEATH_NO_SYMLINKS);
 
     if (dfd >= 0) {
@@ -254,7 +258,7 @@ static void scan (struct migrator *m, int k, const char *rel)
 static void vanished (struct migrator *m, struct mfile *f)
 {
     if (f->state == MF_FAILED && !f->published) {
-        migrator_gone (m, f);               /* its record goes */
+        migrator_gone (m, f); /* its record goes */
         f->failing = false;
     }
     if (f->state == MF_PENDING || f->state == MF_FAILED)
@@ -278,9 +282,10 @@ static void migrate_one (struct migrator *m, struct mfile *f)
         return;
     }
     /* beneath the write cache, no symlink anywhere on the way */
-    if ((src = tier_path_open_beneath (d->upperfd, f->rel, O_RDONLY
-                                       | O_NOFOLLOW | O_NONBLOCK, 0,
-                                       TIER_BENEATH_NO_SYMLINKS)) < 0) {
+    if ((src = tier_path_open_beneath (d->upperfd, f->rel,
+                                       O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0,
+                                       TIER_BENEATH_NO_SYMLINKS))
+        < 0) {
         if (errno == ENOENT || errno == ELOOP)
             vanished (m, f);
         else
@@ -295,9 +300,8 @@ static void migrate_one (struct migrator *m, struct mfile *f)
         f->state = MF_DONE;
         goto out;
     }
-    if (f->published && f->state == MF_DONE
-        && migrator_ident_eq (&f->src, &st))
-        goto out;                       /* this version is published */
+    if (f->published && f->state == MF_DONE && migrator_ident_eq (&f->src, &st))
+        goto out; /* this version is published */
     if (d->url)
         migrate_obj_publish (m, f, src, &st);
     else
@@ -389,7 +393,7 @@ static int on_command (struct migrator *m, int type, json_t *body)
     if (c.type != MIGMSG_SYNC && c.type != MIGMSG_QUIT
         && (c.k >= m->ndirs || strlen (c.rel) >= PATH_MAX)) {
         tell_error (m, "migrator channel: no such output directory, or a "
-                    "name too long");
+                       "name too long");
         return 0;
     }
     switch (c.type) {
@@ -445,7 +449,8 @@ static int read_commands (struct migrator *m)
         if (n > 0 && (poll (&p, 1, 0) <= 0 || !p.revents))
             return 0;
         if (chmsg_recv (m->chan, &migmsg_proto, &type, &body, NULL, NULL, 0,
-                        RECV_TIMEOUT_MS, &e) < 0) {
+                        RECV_TIMEOUT_MS, &e)
+            < 0) {
             if (errno != ECONNRESET && errno != ENODATA)
                 tell_error (m, e.text);
             return -1;
@@ -493,9 +498,10 @@ int migrator_as_root (void *arg)
         /* a write cache that is gone is reported once the channel can
          * say so (migrator_main) */
         if (migrate_outbox_path (ma->conf, s->job_id, s->restart, k, path,
-                                 sizeof (path)) == 0)
+                                 sizeof (path))
+            == 0)
             ma->upperfd[k] = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                                   | O_CLOEXEC);
+                                             | O_CLOEXEC);
     }
     return 0;
 }
@@ -514,15 +520,16 @@ static int setup_gfs (struct migrator *m, int k)
             root = m->conf->allowed_roots[i];
     d->gfsfd = -1;
     if (root && (rootfd = open (root, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-        d->gfsfd = tier_path_open_beneath (rootfd, tier_path_strip (d->gfs,
-                                                                    root),
+        d->gfsfd = tier_path_open_beneath (rootfd,
+                                           tier_path_strip (d->gfs, root),
                                            O_RDONLY | O_DIRECTORY, 0, 0);
         close (rootfd);
     }
     if (d->upperfd >= 0 && d->gfsfd >= 0)
         return 0;
-    (void) snprintf (text, sizeof (text), "%s %s", d->gfs, d->upperfd < 0
-                     ? "the write cache is gone" : strerror (errno));
+    (void) snprintf (text, sizeof (text), "%s %s", d->gfs,
+                     d->upperfd < 0 ? "the write cache is gone"
+                                    : strerror (errno));
     tell_error (m, text);
     return -1;
 }
@@ -554,7 +561,7 @@ static void migrator_init (struct migrator *m, const struct migrator_arg *ma,
 int migrator_main (void *arg, int chan)
 {
     struct migrator_arg *ma = arg;
-    static struct migrator m;       /* the process's one */
+    static struct migrator m; /* the process's one */
     struct migmsg ready = { .type = MIGMSG_READY };
 
     migrator_init (&m, ma, chan);

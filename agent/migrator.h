@@ -32,66 +32,65 @@ void migrator_ident_set (struct ident *a, const struct stat *st);
 
 /* What the migrator knows of one output. */
 enum mfile_state {
-    MF_PENDING = 1,             /* to be published */
-    MF_DONE,                    /* published at src */
-    MF_FAILED,                  /* retried after its backoff */
-    MF_CONFLICT,                /* somebody else's version is there */
-    MF_GONE,                    /* no output (any more) */
-    MF_NOT_OUTPUT,              /* a whiteout, a fifo, a symlink */
+    MF_PENDING = 1, /* to be published */
+    MF_DONE,        /* published at src */
+    MF_FAILED,      /* retried after its backoff */
+    MF_CONFLICT,    /* somebody else's version is there */
+    MF_GONE,        /* no output (any more) */
+    MF_NOT_OUTPUT,  /* a whiteout, a fifo, a symlink */
 };
 
 struct mfile {
     int k;
     char *rel;
-    struct ident src;           /* the cached version last published (ino
+    struct ident src; /* the cached version last published (ino
                                  * 0: known from the agent's records, size
                                  * and mtime only) */
-    struct ident gfs;           /* what it became on the GFS */
+    struct ident gfs; /* what it became on the GFS */
     bool published;
-    bool ours;                  /* created on the GFS by this job */
-    int64_t due_ms;             /* 0: nothing to do */
+    bool ours;      /* created on the GFS by this job */
+    int64_t due_ms; /* 0: nothing to do */
     int64_t backoff_ms;
     enum mfile_state state;
-    bool cleaned;               /* a dead migrator's temporaries gone */
-    bool failing;               /* a failure reported since the last
+    bool cleaned; /* a dead migrator's temporaries gone */
+    bool failing; /* a failure reported since the last
                                  * success (retries are not counted) */
     /* outputs to an object store (DIR=URL) */
-    char etag[256];             /* the object's ETag after our upload */
-    bool claimed;               /* the key is this job's (an upload of it
+    char etag[256];            /* the object's ETag after our upload */
+    bool claimed;              /* the key is this job's (an upload of it
                                  * was recorded as begun, or done) */
-    struct tier_s3_upload *up;  /* a multipart upload under way, as far as
+    struct tier_s3_upload *up; /* a multipart upload under way, as far as
                                  * its state was reported */
     struct mfile *next;
 };
 
 struct mdir {
-    int upperfd;                /* the upper directory (opened as root) */
-    int gfsfd;                  /* the GFS directory (opened as the user);
+    int upperfd; /* the upper directory (opened as root) */
+    int gfsfd;   /* the GFS directory (opened as the user);
                                  * -1 for outputs to an object store */
     char gfs[PATH_MAX];
-    struct tier_url *url;       /* DIR=URL: the prefix the files go to */
-    struct tier_creds *creds;   /* s3: the user's, read when first needed */
+    struct tier_url *url;     /* DIR=URL: the prefix the files go to */
+    struct tier_creds *creds; /* s3: the user's, read when first needed */
 };
 
 struct migrator {
     uint32_t job_id, restart;
     char node[TIER_NODENAME_MAX];
-    bool resumed;               /* copies of a dead migrator may be left */
+    bool resumed; /* copies of a dead migrator may be left */
     int64_t job_start;
     int ndirs;
     struct mdir dirs[MIGRATE_DIRS_MAX];
     struct mfile *files;
     const struct tier_conf *conf;
-    char user[64];              /* the job's user (for the credentials) */
+    char user[64]; /* the job's user (for the credentials) */
     uid_t uid;
-    int chan;                   /* the channel to the agent */
+    int chan; /* the channel to the agent */
 };
 
 /* migrator.c */
 struct mfile *migrator_file (struct migrator *m, int k, const char *rel,
                              bool create);
-void migrator_due (struct migrator *m, int k, const char *rel,
-                   int64_t delay);
+void migrator_due (struct migrator *m, int k, const char *rel, int64_t delay);
 /* Tell the agent (a lost agent is not an error here: the migrator dies
  * with it). */
 void migrator_tell (struct migrator *m, const struct migmsg *msg);

@@ -113,13 +113,14 @@ static bool gfs_is_ours (int pfd, const char *base, int src,
         || (gst->st_mtim.tv_nsec != st->st_mtim.tv_nsec
             && gst->st_mtim.tv_nsec != 0))
         return false;
-    if ((fd = openat (pfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK
-                      | O_CLOEXEC)) < 0)
+    if ((fd = openat (pfd, base,
+                      O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC))
+        < 0)
         return false;
     ok = fstat (fd, &g2) == 0 && S_ISREG (g2.st_mode)
          && g2.st_ino == gst->st_ino && g2.st_size == gst->st_size
-         && migrator_sha256 (src, hex) == 0
-         && migrator_sha256 (fd, ghex) == 0 && !strcmp (hex, ghex);
+         && migrator_sha256 (src, hex) == 0 && migrator_sha256 (fd, ghex) == 0
+         && !strcmp (hex, ghex);
     close (fd);
     return ok;
 }
@@ -129,8 +130,11 @@ static void published (struct migrator *m, struct mfile *f,
                        const struct stat *st, const char *hex, int64_t us,
                        bool ours)
 {
-    struct migmsg msg = { .type = MIGMSG_DONE, .k = f->k, .rel = f->rel,
-                          .size = st->st_size, .sha256 = hex,
+    struct migmsg msg = { .type = MIGMSG_DONE,
+                          .k = f->k,
+                          .rel = f->rel,
+                          .size = st->st_size,
+                          .sha256 = hex,
                           .ino = (int64_t) f->gfs.ino,
                           .gfs_size = f->gfs.size,
                           .gfs_mtime = f->gfs.mtime,
@@ -156,8 +160,7 @@ static void gfs_conflict (struct migrator *m, struct mfile *f, int src,
                           const struct stat *st)
 {
     struct migmsg msg = { .type = MIGMSG_CONFLICT, .k = f->k, .rel = f->rel };
-    struct tier_copy_opts so = { .threads = 1,
-                                 .flags = TIER_COPY_NOREPLACE };
+    struct tier_copy_opts so = { .threads = 1, .flags = TIER_COPY_NOREPLACE };
     struct tier_copy_result res;
     char side[PATH_MAX * 2];
     const char *sbase;
@@ -166,13 +169,13 @@ static void gfs_conflict (struct migrator *m, struct mfile *f, int src,
 
     if (f->state == MF_CONFLICT && migrator_ident_eq (&f->src, st))
         return;
-    (void) snprintf (side, sizeof (side), ".tier-conflicts/%u/%s/%s",
-                     m->job_id, m->node, f->rel);
+    (void) snprintf (side, sizeof (side), ".tier-conflicts/%u/%s/%s", m->job_id,
+                     m->node, f->rel);
     if ((sfd = gfs_mkparents (m, f->k, side, false, &sbase)) >= 0) {
         int rc;
         so.limit = streams_worker_limit ();
-        (void) unlinkat (sfd, sbase, 0);        /* an older version */
-        (void) streams_take (NULL, NULL);       /* a GFS stream */
+        (void) unlinkat (sfd, sbase, 0);  /* an older version */
+        (void) streams_take (NULL, NULL); /* a GFS stream */
         rc = tier_copy_fd (src, sfd, sbase, &so, &res, &err);
         streams_give ();
         if (rc == 0)
@@ -200,18 +203,19 @@ static void gfs_copy (struct migrator *m, struct mfile *f, int src,
         migrator_fail (m, f, errno, strerror (errno));
         return;
     }
-    opts.limit = streams_worker_limit ();       /* the user's bandwidth */
+    opts.limit = streams_worker_limit (); /* the user's bandwidth */
     /* the version that was hashed, or nothing is published (ESTALE): a
      * copy of a newer one would reach the GFS under a wrong checksum and
      * be nobody's, left behind when the job deletes the file */
     opts.expect = st;
-    (void) streams_take (NULL, NULL);           /* one of GfsStreams */
+    (void) streams_take (NULL, NULL); /* one of GfsStreams */
     rc = tier_copy_fd (src, pfd, base, &opts, &res, &err);
     streams_give ();
-    if (rc == 0 && (res.src.st_size != st->st_size
-                    || res.src.st_mtim.tv_nsec != st->st_mtim.tv_nsec
-                    || res.src.st_mtim.tv_sec != st->st_mtim.tv_sec)) {
-        rc = -1;                        /* changed while hashing: again */
+    if (rc == 0
+        && (res.src.st_size != st->st_size
+            || res.src.st_mtim.tv_nsec != st->st_mtim.tv_nsec
+            || res.src.st_mtim.tv_sec != st->st_mtim.tv_sec)) {
+        rc = -1; /* changed while hashing: again */
         errno = ESTALE;
     }
     if (rc < 0) {

@@ -19,19 +19,32 @@
 static struct migmsg full (enum migmsg_type type)
 {
     struct migmsg m = {
-        .type = type, .k = 3, .rel = "dir/with space/f%.txt",
+        .type = type,
+        .k = 3,
+        .rel = "dir/with space/f%.txt",
         .seq = 4000000000u,
-        .flush = true, .pending = 5, .failed = 6, .conflicts = 7,
-        .error = "No space left on device", .err = 28, .first = true,
-        .ours = true, .size = 1LL << 40,
+        .flush = true,
+        .pending = 5,
+        .failed = 6,
+        .conflicts = 7,
+        .error = "No space left on device",
+        .err = 28,
+        .first = true,
+        .ours = true,
+        .size = 1LL << 40,
         .mtime = { .tv_sec = 1700000000, .tv_nsec = 123456789 },
         .sha256 = "e3b0c44298fc1c149afbf4c8996fb924"
                   "27ae41e4649b934ca495991b7852b855",
-        .ino = 4242, .gfs_size = 99,
+        .ino = 4242,
+        .gfs_size = 99,
         .gfs_mtime = { .tv_sec = 1700000001, .tv_nsec = 0 },
         .gfs_ctime = { .tv_sec = 1700000002, .tv_nsec = 999999999 },
-        .us = 12345, .etag = "\"abc-2\"", .upload_id = "up/1+2",
-        .part_size = 8 << 20, .mtime_ns = -5, .n = 17,
+        .us = 12345,
+        .etag = "\"abc-2\"",
+        .upload_id = "up/1+2",
+        .part_size = 8 << 20,
+        .mtime_ns = -5,
+        .n = 17,
         .side = ".tier-conflicts/42/n1/f",
     };
     return m;
@@ -91,8 +104,8 @@ static void expect_same (const struct migmsg *a, const struct migmsg *b,
 }
 
 /* Decode text as the receiving end does (chmsg, then the members). */
-static int decode (const char *text, int *type, json_t **body,
-                   struct migmsg *m, tier_error_t *err)
+static int decode (const char *text, int *type, json_t **body, struct migmsg *m,
+                   tier_error_t *err)
 {
     if (chmsg_decode (&migmsg_proto, text, strlen (text), type, body, err) < 0)
         return -1;
@@ -255,7 +268,8 @@ static void test_refused (void **state)
     expect_refused ("{\"t\":\"sync\",\"v\":1,\"seq\":-1,\"flush\":false}",
                     "'seq' is not a count");
     expect_refused ("{\"t\":\"sync\",\"v\":1,\"seq\":4294967296,\"flush\":"
-                    "false}", "'seq' is not a count");
+                    "false}",
+                    "'seq' is not a count");
     expect_refused ("{\"t\":\"dirty\",\"v\":1,\"k\":-1,\"rel\":\"x\"}",
                     "'k' is not a count");
     expect_refused ("{\"t\":\"object_done\",\"v\":1,\"k\":0,\"rel\":\"x\","
@@ -269,7 +283,8 @@ static void test_refused (void **state)
     expect_refused ("{\"t\":\"done\",\"v\":1,\"k\":0,\"rel\":\"x\","
                     "\"first\":true,\"ours\":false,\"size\":-1,\"sha256\":"
                     "\"x\",\"ino\":1,\"gfs_size\":1,\"gfs_mtime\":[1,0],"
-                    "\"gfs_ctime\":[1,0],\"us\":0}", "'size' is not a count");
+                    "\"gfs_ctime\":[1,0],\"us\":0}",
+                    "'size' is not a count");
 }
 
 /* A value of another kind than the member's. */
@@ -292,7 +307,8 @@ static void test_members (void **state)
         json_t *v;
 
         assert_non_null (body);
-        json_object_foreach (body, key, v) {
+        json_object_foreach (body, key, v)
+        {
             json_t *copy = json_deep_copy (body);
             tier_error_t err;
             char want[64];
@@ -301,7 +317,7 @@ static void test_members (void **state)
             json_object_del (copy, key);
             rc = migmsg_unpack (t, copy, migmsg_dir (t), &m, &err);
             if (t == MIGMSG_CONFLICT && !strcmp (key, "side")) {
-                assert_int_equal (rc, 0);      /* optional */
+                assert_int_equal (rc, 0); /* optional */
                 assert_null (m.side);
             }
             else {
@@ -311,8 +327,8 @@ static void test_members (void **state)
                 assert_non_null (strstr (err.text, want));
             }
             json_object_set_new (copy, key, mistyped (v));
-            assert_int_equal (migmsg_unpack (t, copy, migmsg_dir (t), &m,
-                                             &err), -1);
+            assert_int_equal (migmsg_unpack (t, copy, migmsg_dir (t), &m, &err),
+                              -1);
             assert_int_equal (errno, EPROTO);
             (void) snprintf (want, sizeof (want), "'%s' is not", key);
             assert_non_null (strstr (err.text, want));
@@ -320,8 +336,7 @@ static void test_members (void **state)
         }
         /* members it does not know are a later version's: ignored */
         json_object_set_new (body, "later", json_integer (1));
-        assert_int_equal (migmsg_unpack (t, body, migmsg_dir (t), &m, NULL),
-                          0);
+        assert_int_equal (migmsg_unpack (t, body, migmsg_dir (t), &m, NULL), 0);
         json_decref (body);
     }
 }
@@ -339,19 +354,22 @@ static void test_direction (void **state)
     assert_int_equal (migmsg_dir (0), 0);
     assert_int_equal (migmsg_dir (MIGMSG_NTYPES + 1), 0);
     assert_int_equal (migmsg_unpack (MIGMSG_SYNC, body, MIGMSG_RESULT, &m,
-                                     &err), -1);
+                                     &err),
+                      -1);
     assert_int_equal (errno, EPROTO);
     assert_non_null (strstr (err.text, "'sync' is not a message of the "
-                             "migrator"));
+                                       "migrator"));
     assert_int_equal (migmsg_unpack (MIGMSG_SYNC, body, MIGMSG_COMMAND, &m,
-                                     &err), 0);
+                                     &err),
+                      0);
     json_decref (body);
     a = full (MIGMSG_DONE);
     body = migmsg_pack (&a);
     assert_int_equal (migmsg_unpack (MIGMSG_DONE, body, MIGMSG_COMMAND, &m,
-                                     &err), -1);
+                                     &err),
+                      -1);
     assert_non_null (strstr (err.text, "'done' is not a message of the "
-                             "agent"));
+                                       "agent"));
     json_decref (body);
 }
 
@@ -366,7 +384,7 @@ static void test_pack_errors (void **state)
     assert_null (migmsg_pack (&m));
     assert_int_equal (errno, EINVAL);
     m = full (MIGMSG_CONFLICT);
-    m.side = NULL;                      /* optional: left out */
+    m.side = NULL; /* optional: left out */
     {
         json_t *body = migmsg_pack (&m);
         assert_non_null (body);
@@ -404,8 +422,8 @@ static void test_batch (void **state)
         struct migmsg m;
         assert_int_equal (migmsg_batch_next (&b, &off, &type, &body, &err), 1);
         assert_int_equal (type, i % 2 ? MIGMSG_KNOWN : MIGMSG_PART);
-        assert_int_equal (migmsg_unpack (type, body, MIGMSG_COMMAND, &m,
-                                         &err), 0);
+        assert_int_equal (migmsg_unpack (type, body, MIGMSG_COMMAND, &m, &err),
+                          0);
         (void) snprintf (rel, sizeof (rel), "f%d", i);
         assert_string_equal (m.rel, rel);
         json_decref (body);
@@ -435,30 +453,28 @@ static void test_send (void **state)
     assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM, 0, sv), 0);
     assert_int_equal (migmsg_send (sv[1], &a), 0);
     assert_int_equal (chmsg_recv (sv[0], &migmsg_proto, &type, &body, NULL,
-                                  NULL, 0, 1000, &err), 0);
+                                  NULL, 0, 1000, &err),
+                      0);
     assert_int_equal (type, MIGMSG_FAILED);
     assert_int_equal (migmsg_unpack (type, body, MIGMSG_RESULT, &m, &err), 0);
     expect_same (&a, &m, body);
     json_decref (body);
     close (sv[1]);
     assert_int_equal (chmsg_recv (sv[0], &migmsg_proto, &type, &body, NULL,
-                                  NULL, 0, 1000, &err), -1);
+                                  NULL, 0, 1000, &err),
+                      -1);
     close (sv[0]);
-    a.error = NULL;                     /* cannot be packed: not sent */
+    a.error = NULL; /* cannot be packed: not sent */
     assert_int_equal (migmsg_send (-1, &a), -1);
 }
 
 int main (void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test (test_round_trip),
-        cmocka_unit_test (test_golden),
-        cmocka_unit_test (test_refused),
-        cmocka_unit_test (test_members),
-        cmocka_unit_test (test_direction),
-        cmocka_unit_test (test_pack_errors),
-        cmocka_unit_test (test_batch),
-        cmocka_unit_test (test_send),
+        cmocka_unit_test (test_round_trip), cmocka_unit_test (test_golden),
+        cmocka_unit_test (test_refused),    cmocka_unit_test (test_members),
+        cmocka_unit_test (test_direction),  cmocka_unit_test (test_pack_errors),
+        cmocka_unit_test (test_batch),      cmocka_unit_test (test_send),
     };
     return UNIT_RUN (tests);
 }
