@@ -94,15 +94,15 @@ static bool under_any (const char *path, const struct tier_conf *conf)
 /* Resolve dir as the user beneath its allowed root; returns an O_PATH
  * descriptor of a directory the user may write.
  */
-int tier_resolve_dir (const struct mount_ctx *m, const char *option,
-                      const char *dir, tier_error_t *error)
+int ns_resolve_dir (const struct mount_ctx *m, const char *option,
+                    const char *dir, tier_error_t *error)
 {
-    return tier_resolve_path (m, option, dir, TIER_RESOLVE_DIR
-                              | TIER_RESOLVE_WRITABLE, error);
+    return ns_resolve_path (m, option, dir, TIER_RESOLVE_DIR
+                            | TIER_RESOLVE_WRITABLE, error);
 }
 
-int tier_resolve_path (const struct mount_ctx *m, const char *option,
-                       const char *dir, int flags, tier_error_t *error)
+int ns_resolve_path (const struct mount_ctx *m, const char *option,
+                     const char *dir, int flags, tier_error_t *error)
 {
     const struct tier_conf *conf = m->conf;
     const char *root = NULL, *rel;
@@ -266,7 +266,7 @@ static int mount_scratch (const struct mount_ctx *m, int k, const char *dir,
         return tier_errprintf (error, "--tier-scratch: this node has no "
                                "NVDIMM tier (NvdimmDir is not set)");
     }
-    if ((lowerfd = tier_resolve_dir (m, "--tier-scratch", dir, error)) < 0)
+    if ((lowerfd = ns_resolve_dir (m, "--tier-scratch", dir, error)) < 0)
         return -1;
     if (m->conf->gfs_root_squash
         || root_squashed (lowerfd, what, sizeof (what))) {
@@ -349,7 +349,7 @@ static int mount_outbox (const struct mount_ctx *m, int k, const char *dir,
                                "fast tier for a write cache (NvdimmDir is "
                                "not set)");
     }
-    if ((lowerfd = tier_resolve_dir (m, "--tier-stage-out", dir, error)) < 0)
+    if ((lowerfd = ns_resolve_dir (m, "--tier-stage-out", dir, error)) < 0)
         return -1;
     if (m->conf->gfs_root_squash
         || root_squashed (lowerfd, what, sizeof (what))) {
@@ -426,8 +426,8 @@ static int bind_mirror (const struct mount_ctx *m, const char *dir,
         return tier_errprintf (error, "mirror of %s: %s", dir,
                                strerror (errno ? errno : EPERM));
     }
-    if ((tfd = tier_resolve_path (m, "--tier-batch", dir, TIER_RESOLVE_DIR,
-                                  error)) < 0) {
+    if ((tfd = ns_resolve_path (m, "--tier-batch", dir, TIER_RESOLVE_DIR,
+                                error)) < 0) {
         close (sfd);
         return -1;
     }
@@ -482,10 +482,10 @@ static int mount_all (void *arg, tier_error_t *error)
     const char *p = m->scratch;
     int k = 0;
 
-    while ((p = tier_opt_next_item (p, item, sizeof (item)))) {
+    while ((p = opts_next_item (p, item, sizeof (item)))) {
         char dir[PATH_MAX + 64];
         uint64_t size;
-        if (tier_opt_split_size (item, dir, sizeof (dir), &size, error) < 0
+        if (opts_split_size (item, dir, sizeof (dir), &size, error) < 0
             || mount_scratch (m, k++, dir, size, error) < 0)
             return -1;
     }
@@ -494,8 +494,8 @@ static int mount_all (void *arg, tier_error_t *error)
         char dir[PATH_MAX + 64], url[PATH_MAX];
         /* DIR=URL: an overlay over DIR all the same (the migrator sends
          * its files to the URL) */
-        if (tier_stageout_item (item, dir, sizeof (dir), url,
-                                sizeof (url)) < 0) {
+        if (stage_out_item (item, dir, sizeof (dir), url,
+                            sizeof (url)) < 0) {
             errno = EINVAL;
             return tier_errprintf (error, "--tier-stage-out: '%s': invalid",
                                    item);
@@ -507,8 +507,8 @@ static int mount_all (void *arg, tier_error_t *error)
     return 0;
 }
 
-int tier_mount_ctx_user (struct mount_ctx *m, uid_t uid, gid_t gid,
-                         tier_error_t *error)
+int ns_ctx_lookup (struct mount_ctx *m, uid_t uid, gid_t gid,
+                   tier_error_t *error)
 {
     struct passwd pw, *pwp = NULL;
     char buf[4096];
@@ -524,22 +524,22 @@ int tier_mount_ctx_user (struct mount_ctx *m, uid_t uid, gid_t gid,
     return 0;
 }
 
-bool tier_ns_wanted (void)
+bool ns_wanted (void)
 {
     return tier.opts.scratch[0] != '\0' || tier.opts.stage_in[0] != '\0'
            || tier.binds[0] != '\0' || tier.stage_out[0] != '\0'
            || tier.policy_in[0] != '\0';
 }
 
-int tier_ns_prolog (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
-                    tier_error_t *error)
+int ns_prolog (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
+               tier_error_t *error)
 {
     if (tier_ns_base_prepare (conf->namespace_dir, error) < 0)
         return -1;
     return tier_ns_create (conf->namespace_dir, job_id, uid, true, error);
 }
 
-int tier_ns_setup (spank_t sp, tier_error_t *error)
+int ns_setup (spank_t sp, tier_error_t *error)
 {
     struct mount_ctx m = { .conf = tier.conf, .job_id = tier.job_id,
                            .scratch = tier.opts.scratch,
@@ -554,7 +554,7 @@ int tier_ns_setup (spank_t sp, tier_error_t *error)
     if (spank_get_item (sp, S_JOB_UID, &uid) != ESPANK_SUCCESS
         || spank_get_item (sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
         return tier_errprintf (error, "cannot read the job's owner");
-    if (tier_mount_ctx_user (&m, uid, gid, error) < 0)
+    if (ns_ctx_lookup (&m, uid, gid, error) < 0)
         return -1;
     if (tier_ns_base_prepare (base, error) < 0)
         return -1;
@@ -592,8 +592,8 @@ int tier_ns_setup (spank_t sp, tier_error_t *error)
         (void) tier_ns_write (base, m.job_id, TIER_NS_SCRATCH, m.scratch);
         if (m.stage_out[0]
             && (tier_ns_write (base, m.job_id, TIER_NS_STAGEOUT, m.stage_out) < 0
-                || tier_stageout_start (tier.conf, m.job_id, m.restart,
-                                        m.stage_out, error) < 0)) {
+                || stage_out_start (tier.conf, m.job_id, m.restart,
+                                    m.stage_out, error) < 0)) {
             slurm_error ("tier: job %u: stage-out: %s", m.job_id,
                          error->text);
             (void) tier_ns_mark (base, m.job_id, TIER_NS_FAILED);
@@ -630,7 +630,7 @@ static bool foreign_ns (void)
     return a.st_ino != b.st_ino;
 }
 
-int tier_ns_join (tier_error_t *error)
+int ns_join (tier_error_t *error)
 {
     if (foreign_ns ()) {
         errno = EBUSY;

@@ -27,8 +27,8 @@ struct mount_ctx {
 };
 
 /* Fill uid, gid and the user's groups (before forking: NSS lookups). */
-int tier_mount_ctx_user (struct mount_ctx *m, uid_t uid, gid_t gid,
-                         tier_error_t *error);
+int ns_ctx_lookup (struct mount_ctx *m, uid_t uid, gid_t gid,
+                   tier_error_t *error);
 
 /* In a single-threaded child: take the user's fs credentials and groups,
  * and give them back.
@@ -39,8 +39,8 @@ void tier_as_root (void);
 /* Resolve dir as the user beneath its allowed root: an O_PATH descriptor
  * of a directory the user may write, or -1 with a message naming option.
  */
-int tier_resolve_dir (const struct mount_ctx *m, const char *option,
-                      const char *dir, tier_error_t *error);
+int ns_resolve_dir (const struct mount_ctx *m, const char *option,
+                    const char *dir, tier_error_t *error);
 
 /* The same for any path: TIER_RESOLVE_DIR requires a directory,
  * TIER_RESOLVE_WRITABLE that the user may write it.  Every mount target
@@ -52,7 +52,7 @@ enum {
     TIER_RESOLVE_DIR = 1,
     TIER_RESOLVE_WRITABLE = 2,
 };
-int tier_resolve_path (const struct mount_ctx *m, const char *option,
-                       const char *path, int flags, tier_error_t *error);
+int ns_resolve_path (const struct mount_ctx *m, const char *option,
+                     const char *path, int flags, tier_error_t *error);
 
 #endif /* !TIER_SPANK_NS_H */

@@ -37,8 +37,8 @@
 
 #define CGROUPS_MAX 32
 
-int tier_agent_call (const struct tier_conf *conf, const char *body,
-                     char **reply, int timeout_ms, tier_error_t *error)
+int spawn_call (const struct tier_conf *conf, const char *body,
+                char **reply, int timeout_ms, tier_error_t *error)
 {
     char path[PATH_MAX];
     size_t len;
@@ -53,12 +53,12 @@ int tier_agent_call (const struct tier_conf *conf, const char *body,
     return rc;
 }
 
-int tier_agent_ping (const struct tier_conf *conf, int timeout_ms,
-                     tier_error_t *error)
+int spawn_ping (const struct tier_conf *conf, int timeout_ms,
+                tier_error_t *error)
 {
     char *reply = NULL;
-    int rc = tier_agent_call (conf, "{\"op\":\"ping\"}", &reply, timeout_ms,
-                              error);
+    int rc = spawn_call (conf, "{\"op\":\"ping\"}", &reply, timeout_ms,
+                         error);
 
     free (reply);
     return rc;
@@ -142,8 +142,8 @@ static void child_exec (const char *tierd, char *const argv[], int nsfd,
     _exit (127);
 }
 
-int tier_agent_spawn (const struct tier_conf *conf, const char *conf_path,
-                      const char *node, tier_error_t *error)
+int spawn_start (const struct tier_conf *conf, const char *conf_path,
+                 const char *node, tier_error_t *error)
 {
     static char cgpaths[CGROUPS_MAX][PATH_MAX];
     char *argv[] = { "tierd", "-c", (char *) conf_path, "-N", (char *) node,
@@ -179,20 +179,20 @@ int tier_agent_spawn (const struct tier_conf *conf, const char *conf_path,
     return 0;
 }
 
-int tier_agent_ensure (const struct tier_conf *conf, const char *conf_path,
-                       const char *node, int timeout_ms, tier_error_t *error)
+int spawn_ensure (const struct tier_conf *conf, const char *conf_path,
+                  const char *node, int timeout_ms, tier_error_t *error)
 {
     int64_t deadline;
     tier_error_t e;
 
-    if (tier_agent_ping (conf, 2000, &e) == 0)
+    if (spawn_ping (conf, 2000, &e) == 0)
         return 0;
-    if (tier_agent_spawn (conf, conf_path, node, error) < 0)
+    if (spawn_start (conf, conf_path, node, error) < 0)
         return -1;
     deadline = tier_now_ms () + timeout_ms;
     while (tier_now_ms () < deadline) {
         struct timespec ts = { 0, 50 * 1000 * 1000 };
-        if (tier_agent_ping (conf, 1000, &e) == 0)
+        if (spawn_ping (conf, 1000, &e) == 0)
             return 0;
         nanosleep (&ts, NULL);
     }
