@@ -20,7 +20,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,11 +81,6 @@ static void count_tree (int dirfd, int lowerfd, int depth,
         }
     }
     closedir (d);
-}
-
-static int set_user_groups (const struct mount_ctx *m)
-{
-    return setgroups ((size_t) m->ngroups, m->groups);
 }
 
 /* Create name beneath dirfd (as the user); EEXIST is fine if allowed. */
@@ -151,11 +145,11 @@ static void child (const struct mount_ctx *m, int k, const char *dir,
         char name[32];
         int kept, jfd, nfd;
 
-        /* for good: nothing below runs with root's rights */
-        if (set_user_groups (m) < 0 || setresgid (m->gid, m->gid,
-                                                         m->gid) < 0
-            || setresuid (m->uid, m->uid, m->uid) < 0) {
-            tier_errprintf (&e, "cannot drop to uid %u", (unsigned) m->uid);
+        /* for good: nothing below runs with root's rights, and the
+         * copy gets exactly the job's groups */
+        if (tier_cred_drop (&m->cred, TIER_CRED_DATA) < 0) {
+            tier_errprintf (&e, "cannot drop to uid %u",
+                            (unsigned) m->cred.uid);
             goto report;
         }
         if ((kept = user_subdir (lowerfd, ".tier-kept", true, &e)) < 0)
@@ -221,8 +215,8 @@ void keep_announce (const char *scratch, enum tier_keep dflt,
                              name);
 }
 
-int keep_scratch_finish (const struct tier_conf *conf, uint32_t job_id,
-                         uint32_t restart, uid_t uid, gid_t gid,
+int keep_scratch_finish (spank_t sp, const struct tier_conf *conf,
+                         uint32_t job_id, uint32_t restart,
                          const char *scratch, enum tier_keep dflt,
                          bool (*failed) (uint32_t),
                          struct tier_scratch_stats *st, tier_error_t *error)
@@ -237,7 +231,7 @@ int keep_scratch_finish (const struct tier_conf *conf, uint32_t job_id,
     if (!scratch || !*scratch || !tier_ns_exists (conf->namespace_dir,
                                                   job_id))
         return 0;
-    if (ns_ctx_lookup (&m, uid, gid, error) < 0)
+    if (ns_job_cred (sp, &m.cred, error) < 0)  /* the epilog: from NSS */
         return -1;
     /* nothing may write while we look */
     (void) tier_ns_kill (conf->namespace_dir, job_id, 2000);

@@ -34,11 +34,12 @@ void keep_name (uint32_t job_id, uint32_t restart, char *buf,
  * the item's own keep= (a policy's, or the one --tier-keep gave the
  * job's own items through the frozen set), else dflt (--tier-keep).
  * failed (asked at most once) tells whether the job failed, for
- * on-failure.  Returns 0, or -1 with error (the statistics gathered are
- * still filled in).
+ * on-failure.  The copies run as the job's owner (sp: the epilog's, so
+ * its groups come from NSS, ns_job_cred).  Returns 0, or -1 with error
+ * (the statistics gathered are still filled in).
  */
-int keep_scratch_finish (const struct tier_conf *conf, uint32_t job_id,
-                         uint32_t restart, uid_t uid, gid_t gid,
+int keep_scratch_finish (spank_t sp, const struct tier_conf *conf,
+                         uint32_t job_id, uint32_t restart,
                          const char *scratch,
                          enum tier_keep dflt, bool (*failed) (uint32_t),
                          struct tier_scratch_stats *st, tier_error_t *error);

@@ -129,18 +129,26 @@ static int register_job (spank_t sp, tier_error_t *error)
 {
     static char body[TIER_OPT_VALUE_MAX * 5];
     uint32_t job_id = 0, array_id = 0, task_id = NO_VAL32, restart = 0;
-    uid_t uid;
-    gid_t gid;
+    struct tier_cred cred;
     struct passwd pw, *pwp = NULL;
     char pwbuf[4096];
     struct tier_jw w;
     char *reply = NULL;
     bool enabled = true;
+    tier_error_t ce;
+    uid_t uid;
+    gid_t gid;
 
     if (get_u32 (sp, S_JOB_ID, &job_id) < 0
         || spank_get_item (sp, S_JOB_UID, &uid) != ESPANK_SUCCESS
         || spank_get_item (sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
         return tier_errprintf (error, "cannot read the job's id and owner");
+    if (ns_job_cred (sp, &cred, &ce) < 0) {
+        /* more groups than tier takes: registered without them (work on
+         * the job's data is then refused, never done with fewer) */
+        slurm_error ("tier: job %u: %s", job_id, ce.text);
+        tier_cred_init (&cred, uid, gid);
+    }
     if (get_u32 (sp, S_JOB_ARRAY_ID, &array_id) < 0)
         array_id = 0;
     if (get_u32 (sp, S_JOB_ARRAY_TASK_ID, &task_id) < 0)
@@ -149,9 +157,9 @@ static int register_job (spank_t sp, tier_error_t *error)
     tier.is_array = task_id != NO_VAL32 && task_id != 0xffffffffU;
     tier.batch_id = tier.is_array && array_id ? array_id : job_id;
     restart = job_restart (sp, job_id);
-    if (getpwuid_r (uid, &pw, pwbuf, sizeof (pwbuf), &pwp) != 0 || !pwp)
+    if (getpwuid_r (cred.uid, &pw, pwbuf, sizeof (pwbuf), &pwp) != 0 || !pwp)
         return tier_errprintf (error, "uid %u has no passwd entry",
-                               (unsigned) uid);
+                               (unsigned) cred.uid);
     tier.restart = restart;
 
     tier_jw_init (&w, body, sizeof (body));
@@ -160,9 +168,17 @@ static int register_job (spank_t sp, tier_error_t *error)
     tier_jw_uint (&w, "restart", restart);
     tier_jw_uint (&w, "batch_id", tier.batch_id);
     tier_jw_uint (&w, "array_task_id", tier.is_array ? task_id : NO_VAL32);
-    tier_jw_uint (&w, "uid", uid);
-    tier_jw_uint (&w, "gid", gid);
+    tier_jw_uint (&w, "uid", cred.uid);
+    tier_jw_uint (&w, "gid", cred.gid);
     tier_jw_str (&w, "user", pw.pw_name);
+    /* the job's group list: the agent's work on the job's data uses it
+     * (no NSS lookup per job on the node) */
+    if (tier_cred_has_groups (&cred)) {
+        tier_jw_arr_begin (&w, "groups");
+        for (int i = 0; i < cred.ngroups; i++)
+            tier_jw_uint (&w, NULL, cred.groups[i]);
+        tier_jw_arr_end (&w);
+    }
     tier_jw_uint (&w, "scratch_reserve", scratch_reserve ());
     opts_json (&w);
     if (tier_jw_finish (&w) < 0)
@@ -582,17 +598,11 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
         slurm_spank_log ("tier: warning: %s", error.text);
         return 0;
     }
-    if (tier.stage_started) {
-        uid_t uid;
-        gid_t gid;
-        if (spank_get_item (sp, S_JOB_UID, &uid) != ESPANK_SUCCESS
-            || spank_get_item (sp, S_JOB_GID, &gid) != ESPANK_SUCCESS
-            || stage_bind (tier.conf, tier.job_id, uid, gid,
-                           tier.stage_items, tier.stage_plan.index,
-                           tier.stage_n, &error) < 0) {
-            slurm_error ("tier: %s", error.text);
-            return -1;
-        }
+    if (tier.stage_started
+        && stage_bind (sp, tier.conf, tier.job_id, tier.stage_items,
+                       tier.stage_plan.index, tier.stage_n, &error) < 0) {
+        slurm_error ("tier: %s", error.text);
+        return -1;
     }
     return 0;
 }

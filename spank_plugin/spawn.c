@@ -16,7 +16,6 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
@@ -32,6 +31,7 @@
 
 #include "lib/clock.h"
 #include "lib/client.h"
+#include "lib/cred.h"
 #include "lib/tjson.h"
 #include "spawn.h"
 
@@ -95,7 +95,8 @@ static int cgroup_roots (char paths[][PATH_MAX], int max)
 }
 
 static void child_exec (const char *tierd, char *const argv[], int nsfd,
-                        char cgpaths[][PATH_MAX], int ncg)
+                        char cgpaths[][PATH_MAX], int ncg,
+                        const struct tier_cred *root)
 {
     static char *const envp[] = {
         "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL,
@@ -126,8 +127,7 @@ static void child_exec (const char *tierd, char *const argv[], int nsfd,
         (void) sigaction (s, &sa, NULL);
     sigemptyset (&none);
     (void) sigprocmask (SIG_SETMASK, &none, NULL);
-    if (setgroups (0, NULL) < 0 || setresgid (0, 0, 0) < 0
-        || setresuid (0, 0, 0) < 0)
+    if (tier_cred_drop (root, TIER_CRED_OWN) < 0)
         _exit (126);
     if (chdir ("/") < 0)
         _exit (126);
@@ -148,6 +148,7 @@ int spawn_start (const struct tier_conf *conf, const char *conf_path,
     static char cgpaths[CGROUPS_MAX][PATH_MAX];
     char *argv[] = { "tierd", "-c", (char *) conf_path, "-N", (char *) node,
                      NULL };
+    struct tier_cred root;
     struct stat st;
     int ncg, nsfd, status;
     pid_t pid;
@@ -162,6 +163,8 @@ int spawn_start (const struct tier_conf *conf, const char *conf_path,
         return tier_errprintf (error, "%s: must be a root-owned file not "
                                "writable by others", conf->tierd_path);
     }
+    /* uid and gid 0 for real, no groups (slurmstepd's are the job's) */
+    tier_cred_init (&root, 0, 0);
     ncg = cgroup_roots (cgpaths, CGROUPS_MAX);
     nsfd = open ("/proc/1/ns/mnt", O_RDONLY | O_CLOEXEC);
     pid = fork ();
@@ -171,7 +174,7 @@ int spawn_start (const struct tier_conf *conf, const char *conf_path,
         return tier_errprintf (error, "fork: %s", strerror (errno));
     }
     if (pid == 0)
-        child_exec (conf->tierd_path, argv, nsfd, cgpaths, ncg);
+        child_exec (conf->tierd_path, argv, nsfd, cgpaths, ncg, &root);
     if (nsfd >= 0)
         close (nsfd);
     while (waitpid (pid, &status, 0) < 0 && errno == EINTR)

@@ -206,7 +206,8 @@ int stage_wait (const struct tier_conf *conf, uint32_t job_id,
                                        "stage-in");
             }
         }
-        if ((uint64_t) ((tier_now_ms () / 1000) - start) > conf->stage_in_timeout) {
+        if ((uint64_t) ((tier_now_ms () / 1000) - start)
+            > conf->stage_in_timeout) {
             errno = ETIMEDOUT;
             return tier_errprintf (error, "stage-in did not finish within "
                                    "StageInTimeout (%llu s)",
@@ -235,14 +236,14 @@ int stage_wait (const struct tier_conf *conf, uint32_t job_id,
 /* In the job's namespace (the calling task joined it), as root: bind each
  * staged copy read-only over its GFS path, once per job and node.
  */
-int stage_bind (const struct tier_conf *conf, uint32_t job_id,
-                uid_t uid, gid_t gid, char items[][PATH_MAX],
-                const int *index, int n, tier_error_t *error)
+int stage_bind (spank_t sp, const struct tier_conf *conf, uint32_t job_id,
+                char items[][PATH_MAX], const int *index, int n,
+                tier_error_t *error)
 {
     struct mount_ctx m = { .conf = conf, .job_id = job_id };
     int lockfd, rc = 0;
 
-    if (ns_ctx_lookup (&m, uid, gid, error) < 0)
+    if (ns_job_cred (sp, &m.cred, error) < 0)
         return -1;
     if ((lockfd = tier_ns_lock (conf->namespace_dir, job_id, error)) < 0)
         return -1;
@@ -278,7 +279,7 @@ int stage_bind (const struct tier_conf *conf, uint32_t job_id,
         }
         /* the target, as the user sees it in the job, beneath its allowed
          * root (never a symlink out of it: a bind over /etc/passwd in a
-         * job with setuid binaries would give root), of the same type */
+         * job with set-user-ID binaries would give root), of the same type */
         if ((tfd = ns_resolve_path (&m, "--tier-stage-in", target,
                                     is_dir ? TIER_RESOLVE_DIR : 0,
                                     error)) < 0) {

@@ -47,11 +47,12 @@ int stage_wait (const struct tier_conf *conf, uint32_t job_id,
                 tier_error_t *error);
 
 /* Bind the copies read-only over their paths, once per job and node (the
- * caller is in the job's namespace).
+ * caller is in the job's namespace; each target is resolved with the
+ * credentials of sp's job, ns_job_cred).
  */
-int stage_bind (const struct tier_conf *conf, uint32_t job_id,
-                uid_t uid, gid_t gid, char items[][PATH_MAX],
-                const int *index, int n, tier_error_t *error);
+int stage_bind (spank_t sp, const struct tier_conf *conf, uint32_t job_id,
+                char items[][PATH_MAX], const int *index, int n,
+                tier_error_t *error);
 
 /* Stage-out: the list of the job's output directories on this node --
  * the --tier-stage-out items expanded for this job (DIR or DIR=URL, the

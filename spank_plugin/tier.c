@@ -568,8 +568,6 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
         struct tier_scratch_stats st = { 0 };
         char r[32], name[32];
         uint32_t restart = 0;
-        uid_t uid = 0;
-        gid_t gid = 0;
 
         /* this run of the job (a requeued one keeps beside the first) */
         if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_RESTART, r,
@@ -579,13 +577,11 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
 
         /* the directories mounted, each with the keep= of its frozen
          * policy; --tier-keep for those without */
-        if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_SCRATCH, scratch,
-                          sizeof (scratch)) == 0 && scratch[0]
-            && spank_get_item (sp, S_JOB_UID, &uid) == ESPANK_SUCCESS
-            && spank_get_item (sp, S_JOB_GID, &gid) == ESPANK_SUCCESS) {
-            if (keep_scratch_finish (conf, job_id, restart, uid, gid,
-                                     scratch, tier.opts.keep,
-                                     tier_job_failed, &st, &error) < 0)
+        if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_SCRATCH,
+                          scratch, sizeof (scratch)) == 0 && scratch[0]) {
+            if (keep_scratch_finish (sp, conf, job_id, restart, scratch,
+                                     tier.opts.keep, tier_job_failed, &st,
+                                     &error) < 0)
                 slurm_error ("tier: epilog of job %u: %s", job_id,
                              error.text);
             if (st.kept_dirs)
