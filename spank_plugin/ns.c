@@ -33,6 +33,7 @@
 
 #include "lib/jobns.h"
 #include "lib/paths.h"
+#include "lib/trust.h"
 #include "ns.h"
 #include "opts.h"
 #include "stage.h"
@@ -385,8 +386,11 @@ out:
 static int bind_mirror (const struct mount_ctx *m, const char *dir,
                         const char *tree, tier_error_t *error)
 {
+    /* root's tree, in directories only root can change */
+    const struct tier_trust rule = { .kind = TIER_TRUST_ROOT_DIR,
+                                     .flags = O_PATH };
     char mirrors[PATH_MAX];
-    struct stat st;
+    tier_error_t e;
     int sfd, tfd, rc;
 
     (void) snprintf (mirrors, sizeof (mirrors), "%.2048s/mirrors",
@@ -394,13 +398,8 @@ static int bind_mirror (const struct mount_ctx *m, const char *dir,
     if (!m->conf->bb_dir[0] || !tier_path_under (tree, mirrors))
         return tier_errprintf (error, "mirror of %s: not in %s", dir,
                                mirrors);
-    if ((sfd = open (tree, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
-        < 0 || fstat (sfd, &st) < 0 || st.st_uid != 0) {
-        if (sfd >= 0)
-            close (sfd);
-        return tier_errprintf (error, "mirror of %s: %s", dir,
-                               strerror (errno ? errno : EPERM));
-    }
+    if ((sfd = tier_trust_open (tree, &rule, &e)) < 0)
+        return tier_errprintf (error, "mirror of %s: %s", dir, e.text);
     if ((tfd = ns_resolve_path (m, "--tier-batch", dir, TIER_RESOLVE_DIR,
                                 error)) < 0) {
         close (sfd);
