@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 
 int LLVMFuzzerInitialize (int *argc, char ***argv);
@@ -303,7 +304,7 @@ int LLVMFuzzerInitialize (int *argc, char ***argv)
     A.lfd = A.sigfd = A.timerfd = -1;
     store_fresh ();
     tiers_init (&A);
-    A.started_ms = A.last_flush_ms = agent_now_ms ();
+    A.started_ms = A.last_flush_ms = tier_now_ms ();
     CHECK (replica_init (&A) == 0);
     CHECK (migrate_init (&A) == 0);
     uids[0] = 0;
