@@ -374,6 +374,12 @@ void jobs_sample (struct agent *a)
 
 int jobs_cred (const struct store_job *job, struct tier_cred *cred)
 {
+    gid_t groups[TIER_CRED_GROUPS_MAX];
+
     tier_cred_init (cred, job->uid, job->gid);
-    return tier_cred_lookup (cred, job->user);
+    if (job->ngroups < 0)               /* no step registered one yet */
+        return tier_cred_lookup (cred, job->user);
+    for (int32_t i = 0; i < job->ngroups && i < TIER_CRED_GROUPS_MAX; i++)
+        groups[i] = job->groups[i];
+    return tier_cred_set_groups (cred, groups, job->ngroups);
 }

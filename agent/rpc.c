@@ -249,24 +249,19 @@ uint64_t agent_reserved (struct agent *a)
     return rc.sum;
 }
 
-static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
-                                tier_error_t *error)
+/* The record a registration asks for (not stored yet), every field of
+ * the request checked; *want is the scratch it asks to reserve. */
+static int register_parse (struct agent *a, json_t *req,
+                           struct store_job *job, uint64_t *want,
+                           tier_error_t *error)
 {
-    struct store_job job, old;
     uint32_t job_id = 0, restart = 0, batch_id = 0, task = STORE_NO_TASK;
     uint32_t uid = 0, gid = 0;
     const char *user = NULL;
     json_t *opts = json_object_get (req, "options");
-    json_t *want = json_object_get (req, "scratch_reserve");
-    static char scratch[TIER_OPT_LIST_MAX];
-    static char refused[2048];
-    char why[256] = "";
-    bool have_scratch;
-    uint64_t sum = 0;
-    json_t *res;
+    json_t *reserve = json_object_get (req, "scratch_reserve");
+    json_t *groups = json_object_get (req, "groups");
     char *optstr = NULL;
-    tier_error_t e2;
-    json_t *pol = NULL;
 
     if (get_id (req, "job_id", true, &job_id, error) < 0
         || get_id (req, "restart", false, &restart, error) < 0
@@ -274,62 +269,88 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
         || get_id (req, "array_task_id", false, &task, error) < 0
         || get_id (req, "uid", true, &uid, error) < 0
         || get_id (req, "gid", true, &gid, error) < 0)
-        return NULL;
+        return -1;
     if (job_id == 0 || job_id > JOB_ID_MAX) {
         errno = EINVAL;
-        tier_errprintf (error, "job_id %u is out of range", job_id);
-        return NULL;
+        return tier_errprintf (error, "job_id %u is out of range", job_id);
     }
     if (json_unpack (req, "{s:s}", "user", &user) < 0
         || !user_name_valid (user)) {
         errno = EINVAL;
-        tier_errprintf (error, "'user' must be a user name");
-        return NULL;
+        return tier_errprintf (error, "'user' must be a user name");
     }
     if (opts && !json_is_object (opts)) {
         errno = EINVAL;
-        tier_errprintf (error, "'options' must be an object");
-        return NULL;
+        return tier_errprintf (error, "'options' must be an object");
+    }
+    if (reserve && (!json_is_integer (reserve)
+                    || json_integer_value (reserve) < 0)) {
+        errno = EINVAL;
+        return tier_errprintf (error, "'scratch_reserve' must be a byte "
+                               "count");
     }
     if (opts && (!(optstr = json_dumps (opts, JSON_COMPACT | JSON_SORT_KEYS))
-                 || strlen (optstr) >= sizeof (job.options))) {
+                 || strlen (optstr) >= sizeof (job->options))) {
         free (optstr);
         errno = E2BIG;
-        tier_errprintf (error, "'options' is too large");
-        return NULL;
+        return tier_errprintf (error, "'options' is too large");
     }
-    memset (&job, 0, sizeof (job));
-    job.job_id = job_id;
-    job.restart = restart;
-    job.batch_id = batch_id ? batch_id : job_id;
-    job.array_task_id = task;
-    job.uid = uid;
-    job.gid = gid;
-    (void) snprintf (job.user, sizeof (job.user), "%s", user);
-    (void) snprintf (job.node, sizeof (job.node), "%s", a->node);
-    (void) snprintf (job.options, sizeof (job.options), "%s",
+    memset (job, 0, sizeof (*job));
+    /* the job's group list, as Slurm gave it to the step (the plugin's
+     * S_JOB_SUPPLEMENTARY_GIDS): work on the job's data uses it */
+    job->ngroups = -1;
+    if (groups && store_job_set_groups (job, groups, error) < 0) {
+        free (optstr);
+        return -1;
+    }
+    job->job_id = job_id;
+    job->restart = restart;
+    job->batch_id = batch_id ? batch_id : job_id;
+    job->array_task_id = task;
+    job->uid = uid;
+    job->gid = gid;
+    (void) snprintf (job->user, sizeof (job->user), "%s", user);
+    (void) snprintf (job->node, sizeof (job->node), "%s", a->node);
+    (void) snprintf (job->options, sizeof (job->options), "%s",
                      optstr ? optstr : "{}");
     free (optstr);
-    job.state = STORE_JOB_RUNNING;
-    job.registered = time (NULL);
-    job.steps = 1;
-    job.exit_code = -1;
-    if (want && (!json_is_integer (want) || json_integer_value (want) < 0)) {
-        errno = EINVAL;
-        tier_errprintf (error, "'scratch_reserve' must be a byte count");
+    job->state = STORE_JOB_RUNNING;
+    job->registered = time (NULL);
+    job->steps = 1;
+    job->exit_code = -1;
+    *want = reserve ? (uint64_t) json_integer_value (reserve) : 0;
+    return 0;
+}
+
+static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
+                                tier_error_t *error)
+{
+    struct store_job job, old;
+    static char scratch[TIER_OPT_LIST_MAX];
+    static char refused[2048];
+    char why[256] = "";
+    bool have_scratch;
+    uint64_t want = 0, sum = 0;
+    json_t *res;
+    tier_error_t e2;
+    json_t *pol = NULL;
+
+    if (register_parse (a, req, &job, &want, error) < 0)
         return NULL;
-    }
-    if (store_job_get (a->store, job_id, restart, &old, &e2) == 0
+    if (store_job_get (a->store, job.job_id, job.restart, &old, &e2) == 0
         && old.state == STORE_JOB_RUNNING) {
         job.registered = old.registered;
         job.steps = old.steps + 1;
         job.reserved = old.reserved;
         job.scratch_denied = old.scratch_denied;
         job.exit_code = old.exit_code;
+        if (job.ngroups < 0) {
+            /* a step without a list keeps the one an earlier step gave */
+            job.ngroups = old.ngroups;
+            memcpy (job.groups, old.groups, sizeof (job.groups));
+        }
     }
-    else if (reserve_scratch (a, &job, want ? (uint64_t)
-                              json_integer_value (want) : 0, why,
-                              sizeof (why)) < 0)
+    else if (reserve_scratch (a, &job, want, why, sizeof (why)) < 0)
         job.scratch_denied = 1;
     if (store_job_put (a->store, &job, error) < 0)
         return NULL;

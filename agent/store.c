@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/trust.h"
 #include "store.h"
 
 struct store {
@@ -62,23 +63,29 @@ void store_close (struct store *st)
 struct store *store_open (const char *dir, size_t mapsize,
                           tier_error_t *error)
 {
+    /* the agent's own: nobody else may read or change it */
+    const struct tier_trust own = { .kind = TIER_TRUST_USER_PRIVATE,
+                                    .uid = geteuid (),
+                                    .flags = O_DIRECTORY };
     struct store *st;
     MDB_txn *txn = NULL;
-    struct stat sb;
     char lock[PATH_MAX];
-    int rc, dead = 0;
+    int rc, dead = 0, fd;
 
     if (mkdir (dir, 0700) < 0 && errno != EEXIST) {
         tier_errprintf (error, "%s: %s", dir, strerror (errno));
         return NULL;
     }
-    if (lstat (dir, &sb) < 0 || !S_ISDIR (sb.st_mode)
-        || sb.st_uid != geteuid () || (sb.st_mode & 077)) {
+    fd = open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || tier_trust_check (fd, dir, &own, NULL) < 0) {
+        if (fd >= 0)
+            close (fd);
         errno = EPERM;
         tier_errprintf (error, "%s: must be a directory owned by uid %d with "
                         "mode 0700", dir, (int) geteuid ());
         return NULL;
     }
+    close (fd);
     if (!(st = calloc (1, sizeof (*st)))) {
         tier_errprintf (error, "out of memory");
         return NULL;
@@ -141,6 +148,52 @@ static enum store_job_state state_parse (const char *s)
     return STORE_JOB_RUNNING;
 }
 
+int store_job_set_groups (struct store_job *job, const json_t *groups,
+                          tier_error_t *error)
+{
+    uint32_t v[TIER_CRED_GROUPS_MAX];
+    size_t n = json_array_size (groups);
+
+    if (!json_is_array (groups)) {
+        errno = EINVAL;
+        return tier_errprintf (error, "'groups' must be an array of gids");
+    }
+    if (n > TIER_CRED_GROUPS_MAX) {
+        errno = E2BIG;
+        return tier_errprintf (error, "'groups' has %zu gids, more than %d",
+                               n, TIER_CRED_GROUPS_MAX);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *g = json_array_get (groups, i);
+        json_int_t x = json_integer_value (g);
+        if (!json_is_integer (g) || x < 0 || x >= (json_int_t) UINT32_MAX) {
+            errno = EINVAL;
+            return tier_errprintf (error, "'groups' item %zu is not a gid",
+                                   i);
+        }
+        v[i] = (uint32_t) x;
+    }
+    memcpy (job->groups, v, n * sizeof (v[0]));
+    job->ngroups = (int32_t) n;
+    return 0;
+}
+
+/* The group list, when known, as a JSON array (NULL: none, or no
+ * memory, which the caller tells apart by ngroups). */
+static json_t *groups_encode (const struct store_job *j)
+{
+    json_t *a;
+
+    if (j->ngroups < 0 || !(a = json_array ()))
+        return NULL;
+    for (int32_t i = 0; i < j->ngroups && i < TIER_CRED_GROUPS_MAX; i++)
+        if (json_array_append_new (a, json_integer (j->groups[i])) < 0) {
+            json_decref (a);
+            return NULL;
+        }
+    return a;
+}
+
 static char *job_encode (const struct store_job *j)
 {
     json_t *o = json_pack ("{s:I s:I s:I s:I s:I s:I s:s s:s s:s s:I s:I "
@@ -161,9 +214,14 @@ static char *job_encode (const struct store_job *j)
                            "reserved", (json_int_t) j->reserved,
                            "scratch_denied", (int) j->scratch_denied,
                            "exit_code", (int) j->exit_code);
+    json_t *groups = groups_encode (j);
     char *s;
 
-    if (!o) {
+    if (!o || (j->ngroups >= 0 && !groups)
+        || (groups && json_object_set_new (o, "groups", groups) < 0)) {
+        if (!o)
+            json_decref (groups);
+        json_decref (o);
         errno = ENOMEM;
         return NULL;
     }
@@ -215,6 +273,11 @@ static int job_decode (const void *data, size_t len, struct store_job *j)
     j->reserved = (uint64_t) reserved;
     j->scratch_denied = denied;
     j->exit_code = exit_code;
+    /* a record from before the groups were stored: not known (so are
+     * unusable ones: the work then asks NSS, as without a list) */
+    j->ngroups = -1;
+    if (json_object_get (o, "groups"))
+        (void) store_job_set_groups (j, json_object_get (o, "groups"), NULL);
     json_decref (o);
     return 0;
 }

@@ -7,10 +7,12 @@
 #ifndef TIER_STORE_H
 #define TIER_STORE_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "lib/counters.h"
+#include "lib/cred.h"
 #include "lib/error.h"
 
 #define STORE_MAPSIZE_DEFAULT (1UL << 30)    /* sparse: only used pages */
@@ -39,7 +41,20 @@ struct store_job {
     int32_t scratch_denied;     /* the reservation did not fit */
     int32_t exit_code;          /* the batch script's wait status, or -1 */
     char options[2048];         /* the job's --tier options, as JSON */
+    int32_t ngroups;            /* the job's group list, as Slurm gave it
+                                 * to a step that registered (jobs_cred),
+                                 * or -1: not known (a zeroed record says
+                                 * "none": set -1 unless a list is known) */
+    uint32_t groups[TIER_CRED_GROUPS_MAX];
 };
+
+/* Take the job's group list from a JSON array (a registration's "groups",
+ * a record's): at most TIER_CRED_GROUPS_MAX integers, each a gid from 0
+ * to 2^32 - 2 ((gid_t) -1 is no group).  Anything else is refused (-1,
+ * errno EINVAL or E2BIG, and a text) and leaves job unchanged.
+ */
+int store_job_set_groups (struct store_job *job, const json_t *groups,
+                          tier_error_t *error);
 
 struct store;
 

@@ -29,6 +29,7 @@
 
 #include "lib/conf.h"
 #include "lib/paths.h"
+#include "lib/state.h"
 #include "policies/files.h"
 #include "policies/policy.h"
 #include "ctl.h"
@@ -83,9 +84,10 @@ static int layers_init (struct layers *l, struct ctl *ctl, const char *user)
         fprintf (stderr, "tierctl: out of memory\n");
         return -1;
     }
-    (void) snprintf (l->store, sizeof (l->store), "%s/users/%s/%s",
-                     l->conf->shared_state_dir, l->user,
-                     TIER_POLICY_USER_FILE);
+    if (tier_state_user_path (l->conf->shared_state_dir, l->user,
+                              TIER_STATE_POLICIES, l->store,
+                              sizeof (l->store)) < 0)
+        (void) snprintf (l->store, sizeof (l->store), "user policies");
     tier_policy_roots_from_conf (l->conf, l->user, &l->rb);
     (void) tier_policy_load_site (l->all, l->conf->site_policy_dir,
                                   site_report, l->errors);
@@ -331,9 +333,13 @@ static int write_store (struct layers *l, int ufd)
     rc = tier_policy_write_at (ufd, TIER_POLICY_USER_FILE, text, 0600, false,
                                &error);
     free (text);
-    if (rc < 0)
-        fprintf (stderr, "tierctl: %s/users/%s/%s\n",
-                 l->conf->shared_state_dir, l->user, error.text);
+    if (rc < 0) {
+        char dir[PATH_MAX];
+        if (tier_state_user_path (l->conf->shared_state_dir, l->user, NULL,
+                                  dir, sizeof (dir)) < 0)
+            (void) snprintf (dir, sizeof (dir), "%s", l->user);
+        fprintf (stderr, "tierctl: %s/%s\n", dir, error.text);
+    }
     return rc;
 }
 
@@ -622,7 +628,8 @@ static json_t *job_frozen (struct ctl *ctl, struct layers *l, long long id)
 
     if (l->conf->shared_state_dir[0]
         && (ufd = user_dir (ctl, l, false)) >= 0) {
-        if ((jfd = tier_policy_subdir (ufd, "jobs", false, &error)) >= 0) {
+        if ((jfd = tier_policy_subdir (ufd, TIER_STATE_JOBS, false,
+                                       &error)) >= 0) {
             DIR *d = fdopendir (jfd);
             struct dirent *de;
             long long best = -1;
@@ -636,7 +643,8 @@ static json_t *job_frozen (struct ctl *ctl, struct layers *l, long long id)
             }
             if (best >= 0) {
                 int sub;
-                (void) snprintf (name, sizeof (name), "%lld.%lld", id, best);
+                tier_state_job_name ((uint32_t) id, (uint32_t) best, name,
+                                     sizeof (name));
                 if ((sub = tier_policy_subdir (dirfd (d), name, false,
                                                &error)) >= 0) {
                     if (tier_policy_read_at (sub, TIER_POLICY_FROZEN_FILE,

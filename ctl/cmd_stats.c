@@ -25,6 +25,7 @@
 
 #include "lib/conf.h"
 #include "lib/counters.h"
+#include "lib/state.h"
 #include "lib/units.h"
 #include "ctl.h"
 
@@ -86,12 +87,11 @@ static int stats_dir (struct ctl *ctl, const char *user, char *out,
                  ctl->conf_path);
         return -1;
     }
-    if (strchr (user, '/') || user[0] == '.') {
+    if (tier_state_user_path (conf->shared_state_dir, user,
+                              TIER_STATE_STATS, out, size) < 0) {
         fprintf (stderr, "tierctl stats: '%s' is not a user name\n", user);
         return -1;
     }
-    (void) snprintf (out, size, "%s/users/%s/stats", conf->shared_state_dir,
-                     user);
     return 0;
 }
 

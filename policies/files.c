@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/state.h"
+#include "lib/trust.h"
 #include "files.h"
 
 static void report_f (tier_policy_report_f report, void *arg,
@@ -103,6 +105,7 @@ static void load_one (struct tier_policy_set *set, int dfd, const char *dir,
                       const char *name, int *skipped,
                       tier_policy_report_f report, void *arg)
 {
+    const struct tier_trust rule = { .kind = TIER_TRUST_ROOT_FILE };
     char path[4200];
     tier_error_t e;
     struct stat st;
@@ -122,7 +125,7 @@ static void load_one (struct tier_policy_set *set, int dfd, const char *dir,
         report_f (report, arg, "%s: not a regular file; skipped", path);
         goto skip;
     }
-    if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+    if (tier_trust_check (fd, path, &rule, &e) < 0) {
         report_f (report, arg, "%s: must be owned by root and writable by "
                   "root only; skipped", path);
         goto skip;
@@ -147,27 +150,20 @@ skip:
 int tier_policy_load_site (struct tier_policy_set *set, const char *dir,
                            tier_policy_report_f report, void *arg)
 {
+    /* root's, and so is every directory above it */
+    const struct tier_trust rule = { .kind = TIER_TRUST_ROOT_DIR };
     struct dirent *de;
-    struct stat st;
     char **names = NULL;
     int n = 0, cap = 0, skipped = 0, dfd;
+    tier_error_t e;
     DIR *d;
 
     if (!dir || !dir[0])
         return 0;
-    if ((dfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-        if (errno != ENOENT) {
-            report_f (report, arg, "%s: %s; no site policies", dir,
-                      strerror (errno));
-            return 1;
-        }
-        return 0;
-    }
-    if (fstat (dfd, &st) < 0 || st.st_uid != 0
-        || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-        report_f (report, arg, "%s: must be owned by root and writable by "
-                  "root only; no site policies", dir);
-        close (dfd);
+    if ((dfd = tier_trust_open (dir, &rule, &e)) < 0) {
+        if (errno == ENOENT)
+            return 0;
+        report_f (report, arg, "%s; no site policies", e.text);
         return 1;
     }
     if (!(d = fdopendir (dfd))) {
@@ -284,45 +280,11 @@ int tier_policy_subdir (int dirfd, const char *name, bool create,
 int tier_policy_user_dir (const char *root, const char *user, uid_t uid,
                           tier_error_t *error)
 {
-    struct stat st;
-    int rfd, ufd, fd, e;
-
     if (!root || root[0] != '/') {
         errno = EINVAL;
         return tier_errprintf (error, "SharedStateDir is not set");
     }
-    if (!user || !user[0] || strchr (user, '/') || user[0] == '.') {
-        errno = EINVAL;
-        return tier_errprintf (error, "'%.64s' is not a user name",
-                               user ? user : "");
-    }
-    if ((rfd = open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-        return tier_errprintf (error, "%s: %s", root, strerror (errno));
-    ufd = openat (rfd, "users", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                  | O_CLOEXEC);
-    e = errno;
-    close (rfd);
-    errno = e;
-    if (ufd < 0)
-        return tier_errprintf (error, "%s/users: %s", root,
-                               strerror (errno));
-    fd = openat (ufd, user, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    e = errno;
-    close (ufd);
-    errno = e;
-    if (fd < 0)
-        return tier_errprintf (error, "%s/users/%s: %s", root, user,
-                               errno == ELOOP || errno == ENOTDIR
-                               ? "not a directory (a symlink?): refused"
-                               : strerror (errno));
-    if (fstat (fd, &st) < 0 || st.st_uid != uid || (st.st_mode & 077)) {
-        close (fd);
-        errno = EPERM;
-        return tier_errprintf (error, "%s/users/%s: must be owned by uid %u "
-                               "with mode 0700; refused", root, user,
-                               (unsigned) uid);
-    }
-    return fd;
+    return tier_state_user_open (root, user, uid, NULL, false, error);
 }
 
 void tier_policy_roots_from_conf (const struct tier_conf *conf,

@@ -5,7 +5,9 @@
  * apart from the pure model (libtierpolicy.la); tierd and tierctl only.
  *
  *   SitePolicyDir/NAME.json  site layer: root-owned, not writable by group
- *                            or others (else refused), read in name order
+ *                            or others (else refused), read in name order;
+ *                            the directory and those above it root's
+ *                            (lib/trust.h ROOT_DIR, ROOT_FILE)
  *   SharedStateDir/users/USER/policies.json         the user layer (0600)
  *   SharedStateDir/users/USER/jobs/JOB.RESTART/policy.json   frozen sets
  */
@@ -18,9 +20,10 @@
 
 #include "lib/conf.h"
 #include "lib/error.h"
+#include "lib/state.h"
 #include "policy.h"
 
-#define TIER_POLICY_USER_FILE "policies.json"
+#define TIER_POLICY_USER_FILE TIER_STATE_POLICIES   /* in the user's dir */
 #define TIER_POLICY_FROZEN_FILE "policy.json"
 
 typedef void (*tier_policy_report_f) (void *arg, const char *text);
@@ -49,9 +52,10 @@ int tier_policy_read_at (int dirfd, const char *name, char **text,
 int tier_policy_write_at (int dirfd, const char *name, const char *text,
                           mode_t mode, bool noreplace, tier_error_t *error);
 
-/* Open root/users/user (every component O_NOFOLLOW|O_DIRECTORY) as the
- * caller; it must be owned by uid with no group or other access (someone
- * else's directory is refused, EPERM).  Returns a descriptor or -1.
+/* Open the user's directory in SharedStateDir root as the caller
+ * (tier_state_user_open: root and users/ root's, the user's own owned by
+ * uid with no group or other access; someone else's is refused, EPERM;
+ * ENOENT if it does not exist yet).  Returns a descriptor or -1.
  */
 int tier_policy_user_dir (const char *root, const char *user, uid_t uid,
                           tier_error_t *error);

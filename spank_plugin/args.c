@@ -35,8 +35,8 @@ static int set_path (const char *arg, const char *value, char *out,
     return 0;
 }
 
-int tier_args_parse (int ac, char **av, struct tier_args *args,
-                     tier_error_t *error)
+int args_parse (int ac, char **av, struct tier_args *args,
+                tier_error_t *error)
 {
     memset (args, 0, sizeof (*args));
     (void) snprintf (args->conf, sizeof (args->conf), "%s/tier.conf",
@@ -75,7 +75,7 @@ int tier_args_parse (int ac, char **av, struct tier_args *args,
         }
         else if (!strncmp (a, "default=", 8)) {
             tier_error_t e;
-            if (tier_opt_cache_parse (eq + 1, &args->default_mode, &e) < 0) {
+            if (opts_cache_parse (eq + 1, &args->default_mode, &e) < 0) {
                 errno = EINVAL;
                 return tier_errprintf (error, "plugstack argument default: "
                                        "'%.64s' is not one of off, auto, "

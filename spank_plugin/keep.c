@@ -20,7 +20,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,11 +83,6 @@ static void count_tree (int dirfd, int lowerfd, int depth,
     closedir (d);
 }
 
-static int set_user_groups (const struct mount_ctx *m)
-{
-    return setgroups ((size_t) m->ngroups, m->groups);
-}
-
 /* Create name beneath dirfd (as the user); EEXIST is fine if allowed. */
 static int user_subdir (int dirfd, const char *name, bool may_exist,
                         tier_error_t *error)
@@ -104,8 +98,8 @@ static int user_subdir (int dirfd, const char *name, bool may_exist,
     return fd;
 }
 
-void tier_keep_name (uint32_t job_id, uint32_t restart, char *buf,
-                     size_t size)
+void keep_name (uint32_t job_id, uint32_t restart, char *buf,
+                size_t size)
 {
     if (restart)
         (void) snprintf (buf, size, "%u.%u", job_id, restart);
@@ -129,7 +123,7 @@ static void child (const struct mount_ctx *m, int k, const char *dir,
 
     memset (&r, 0, sizeof (r));
     /* the real GFS directory, as the user, on the host */
-    if ((lowerfd = tier_resolve_dir (m, "--tier-scratch", dir, &e)) < 0)
+    if ((lowerfd = ns_resolve_dir (m, "--tier-scratch", dir, &e)) < 0)
         goto report;
     if (tier_ns_enter (m->conf->namespace_dir, m->job_id, &e) < 0)
         goto report;
@@ -151,16 +145,16 @@ static void child (const struct mount_ctx *m, int k, const char *dir,
         char name[32];
         int kept, jfd, nfd;
 
-        /* for good: nothing below runs with root's rights */
-        if (set_user_groups (m) < 0 || setresgid (m->gid, m->gid,
-                                                         m->gid) < 0
-            || setresuid (m->uid, m->uid, m->uid) < 0) {
-            tier_errprintf (&e, "cannot drop to uid %u", (unsigned) m->uid);
+        /* for good: nothing below runs with root's rights, and the
+         * copy gets exactly the job's groups */
+        if (tier_cred_drop (&m->cred, TIER_CRED_DATA) < 0) {
+            tier_errprintf (&e, "cannot drop to uid %u",
+                            (unsigned) m->cred.uid);
             goto report;
         }
         if ((kept = user_subdir (lowerfd, ".tier-kept", true, &e)) < 0)
             goto report;
-        tier_keep_name (m->job_id, m->restart, name, sizeof (name));
+        keep_name (m->job_id, m->restart, name, sizeof (name));
         jfd = user_subdir (kept, name, true, &e);
         close (kept);
         if (jfd < 0)
@@ -185,8 +179,8 @@ report:
     _exit (e.text[0] ? 1 : 0);
 }
 
-bool tier_keep_item (enum tier_keep item, enum tier_keep dflt, int failed,
-                     bool *ask)
+bool keep_item (enum tier_keep item, enum tier_keep dflt, int failed,
+                bool *ask)
 {
     enum tier_keep k = item != TIER_KEEP_UNSET ? item : dflt;
 
@@ -200,8 +194,8 @@ bool tier_keep_item (enum tier_keep item, enum tier_keep dflt, int failed,
     return failed > 0;
 }
 
-void tier_keep_announce (const char *scratch, enum tier_keep dflt,
-                         bool failed, uint32_t job_id, uint32_t restart)
+void keep_announce (const char *scratch, enum tier_keep dflt,
+                    bool failed, uint32_t job_id, uint32_t restart)
 {
     char item[PATH_MAX + 64], dir[PATH_MAX + 64], name[32];
     const char *p = scratch;
@@ -210,19 +204,19 @@ void tier_keep_announce (const char *scratch, enum tier_keep dflt,
     tier_error_t e;
     bool ask;
 
-    tier_keep_name (job_id, restart, name, sizeof (name));
-    while ((p = tier_opt_next_item (p, item, sizeof (item))))
-        if (tier_opt_split_item (item, dir, sizeof (dir), &size, &k, &e) == 0
-            && tier_keep_item (k, dflt, failed, &ask))
+    keep_name (job_id, restart, name, sizeof (name));
+    while ((p = opts_next_item (p, item, sizeof (item))))
+        if (opts_split_item (item, dir, sizeof (dir), &size, &k, &e) == 0
+            && keep_item (k, dflt, failed, &ask))
             slurm_spank_log ("tier: keep=%s: the pipeline data of %s is "
                              "kept in %s/.tier-kept/%s/NODE/ for each node "
-                             "of the job", tier_opt_keep_name
+                             "of the job", opts_keep_name
                              (k != TIER_KEEP_UNSET ? k : dflt), dir, dir,
                              name);
 }
 
-int tier_scratch_finish (const struct tier_conf *conf, uint32_t job_id,
-                         uint32_t restart, uid_t uid, gid_t gid,
+int keep_scratch_finish (spank_t sp, const struct tier_conf *conf,
+                         uint32_t job_id, uint32_t restart,
                          const char *scratch, enum tier_keep dflt,
                          bool (*failed) (uint32_t),
                          struct tier_scratch_stats *st, tier_error_t *error)
@@ -237,11 +231,11 @@ int tier_scratch_finish (const struct tier_conf *conf, uint32_t job_id,
     if (!scratch || !*scratch || !tier_ns_exists (conf->namespace_dir,
                                                   job_id))
         return 0;
-    if (tier_mount_ctx_user (&m, uid, gid, error) < 0)
+    if (ns_job_cred (sp, &m.cred, error) < 0)  /* the epilog: from NSS */
         return -1;
     /* nothing may write while we look */
     (void) tier_ns_kill (conf->namespace_dir, job_id, 2000);
-    while ((p = tier_opt_next_item (p, item, sizeof (item)))) {
+    while ((p = opts_next_item (p, item, sizeof (item)))) {
         char dir[PATH_MAX + 64];
         struct child_report r;
         enum tier_keep ik;
@@ -252,15 +246,15 @@ int tier_scratch_finish (const struct tier_conf *conf, uint32_t job_id,
         pid_t pid;
         bool keep, ask;
 
-        if (tier_opt_split_item (item, dir, sizeof (dir), &size, &ik,
-                                 &e) < 0) {
+        if (opts_split_item (item, dir, sizeof (dir), &size, &ik,
+                             &e) < 0) {
             k++;
             continue;
         }
-        keep = tier_keep_item (ik, dflt, job_failed, &ask);
+        keep = keep_item (ik, dflt, job_failed, &ask);
         if (ask) {
             job_failed = failed && failed (job_id) ? 1 : 0;
-            keep = tier_keep_item (ik, dflt, job_failed, &ask);
+            keep = keep_item (ik, dflt, job_failed, &ask);
         }
         if (pipe2 (pfd, O_CLOEXEC) < 0)
             return tier_errprintf (error, "pipe: %s", strerror (errno));

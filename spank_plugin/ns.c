@@ -21,13 +21,11 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -35,34 +33,11 @@
 
 #include "lib/jobns.h"
 #include "lib/paths.h"
+#include "lib/trust.h"
 #include "ns.h"
 #include "opts.h"
 #include "stage.h"
 #include "tier.h"
-
-/* Credentials for file work on the user's behalf, in a single-threaded
- * child: fsuid/fsgid and the user's groups (root code never resolves a
- * user's path with root's rights).
- */
-int tier_as_user (const struct mount_ctx *m)
-{
-    if (syscall (SYS_setgroups, m->ngroups, m->groups) < 0)
-        return -1;
-    (void) setfsgid (m->gid);
-    (void) setfsuid (m->uid);
-    if ((uid_t) setfsuid ((uid_t) -1) != m->uid) {
-        errno = EPERM;
-        return -1;
-    }
-    return 0;
-}
-
-void tier_as_root (void)
-{
-    (void) setfsuid (0);
-    (void) setfsgid (0);
-    (void) syscall (SYS_setgroups, 0, NULL);
-}
 
 static int subdir (int dirfd, const char *name, mode_t mode,
                    tier_error_t *error)
@@ -94,15 +69,15 @@ static bool under_any (const char *path, const struct tier_conf *conf)
 /* Resolve dir as the user beneath its allowed root; returns an O_PATH
  * descriptor of a directory the user may write.
  */
-int tier_resolve_dir (const struct mount_ctx *m, const char *option,
-                      const char *dir, tier_error_t *error)
+int ns_resolve_dir (const struct mount_ctx *m, const char *option,
+                    const char *dir, tier_error_t *error)
 {
-    return tier_resolve_path (m, option, dir, TIER_RESOLVE_DIR
-                              | TIER_RESOLVE_WRITABLE, error);
+    return ns_resolve_path (m, option, dir, TIER_RESOLVE_DIR
+                            | TIER_RESOLVE_WRITABLE, error);
 }
 
-int tier_resolve_path (const struct mount_ctx *m, const char *option,
-                       const char *dir, int flags, tier_error_t *error)
+int ns_resolve_path (const struct mount_ctx *m, const char *option,
+                     const char *dir, int flags, tier_error_t *error)
 {
     const struct tier_conf *conf = m->conf;
     const char *root = NULL, *rel;
@@ -127,12 +102,13 @@ int tier_resolve_path (const struct mount_ctx *m, const char *option,
                                "directories", option, norm);
     }
     rel = tier_path_strip (norm, root);
-    if (tier_as_user (m) < 0)
+    /* the job's own rights: its uid, gid and group list */
+    if (tier_cred_fs_enter (&m->cred, TIER_CRED_DATA) < 0)
         return tier_errprintf (error, "cannot take the user's credentials: "
                                "%s", strerror (errno));
     if ((rootfd = open (root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
         e = errno;
-        tier_as_root ();
+        tier_cred_fs_leave ();
         errno = e;
         return tier_errprintf (error, "%s: %s: %s", option, root,
                                strerror (e));
@@ -143,7 +119,7 @@ int tier_resolve_path (const struct mount_ctx *m, const char *option,
     e = errno;
     close (rootfd);
     if (fd < 0) {
-        tier_as_root ();
+        tier_cred_fs_leave ();
         errno = e;
         if (e == EXDEV || e == ELOOP)
             return tier_errprintf (error, "%s: %s: a symlink or '..' leads "
@@ -157,12 +133,12 @@ int tier_resolve_path (const struct mount_ctx *m, const char *option,
                     AT_EMPTY_PATH | AT_EACCESS) < 0) {
         e = errno;
         close (fd);
-        tier_as_root ();
+        tier_cred_fs_leave ();
         errno = e;
         return tier_errprintf (error, "%s: %s: you cannot write this "
                                "directory", option, norm);
     }
-    tier_as_root ();
+    tier_cred_fs_leave ();
     return fd;
 }
 
@@ -247,7 +223,7 @@ static bool root_squashed (int lowerfd, char *what, size_t size)
 
 /* One pipeline scratch overlay: lower = the GFS directory, upper/work =
  * NvdimmDir/JOBID/K/{upper,work}, the upper root mirroring the lower's
- * owner, group, mode and setgid bit.  On a DRAM-emulated tier (tmpfs),
+ * owner, group, mode and set-group-ID bit.  On a DRAM-emulated tier (tmpfs),
  * K is a tmpfs of its own with the item's size (else ScratchDefaultSize,
  * else NvdimmCapacity), mounted inside the job's namespace only: the job
  * gets ENOSPC past it, and it vanishes with the namespace.
@@ -266,7 +242,7 @@ static int mount_scratch (const struct mount_ctx *m, int k, const char *dir,
         return tier_errprintf (error, "--tier-scratch: this node has no "
                                "NVDIMM tier (NvdimmDir is not set)");
     }
-    if ((lowerfd = tier_resolve_dir (m, "--tier-scratch", dir, error)) < 0)
+    if ((lowerfd = ns_resolve_dir (m, "--tier-scratch", dir, error)) < 0)
         return -1;
     if (m->conf->gfs_root_squash
         || root_squashed (lowerfd, what, sizeof (what))) {
@@ -349,7 +325,7 @@ static int mount_outbox (const struct mount_ctx *m, int k, const char *dir,
                                "fast tier for a write cache (NvdimmDir is "
                                "not set)");
     }
-    if ((lowerfd = tier_resolve_dir (m, "--tier-stage-out", dir, error)) < 0)
+    if ((lowerfd = ns_resolve_dir (m, "--tier-stage-out", dir, error)) < 0)
         return -1;
     if (m->conf->gfs_root_squash
         || root_squashed (lowerfd, what, sizeof (what))) {
@@ -410,8 +386,11 @@ out:
 static int bind_mirror (const struct mount_ctx *m, const char *dir,
                         const char *tree, tier_error_t *error)
 {
+    /* root's tree, in directories only root can change */
+    const struct tier_trust rule = { .kind = TIER_TRUST_ROOT_DIR,
+                                     .flags = O_PATH };
     char mirrors[PATH_MAX];
-    struct stat st;
+    tier_error_t e;
     int sfd, tfd, rc;
 
     (void) snprintf (mirrors, sizeof (mirrors), "%.2048s/mirrors",
@@ -419,15 +398,10 @@ static int bind_mirror (const struct mount_ctx *m, const char *dir,
     if (!m->conf->bb_dir[0] || !tier_path_under (tree, mirrors))
         return tier_errprintf (error, "mirror of %s: not in %s", dir,
                                mirrors);
-    if ((sfd = open (tree, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
-        < 0 || fstat (sfd, &st) < 0 || st.st_uid != 0) {
-        if (sfd >= 0)
-            close (sfd);
-        return tier_errprintf (error, "mirror of %s: %s", dir,
-                               strerror (errno ? errno : EPERM));
-    }
-    if ((tfd = tier_resolve_path (m, "--tier-batch", dir, TIER_RESOLVE_DIR,
-                                  error)) < 0) {
+    if ((sfd = tier_trust_open (tree, &rule, &e)) < 0)
+        return tier_errprintf (error, "mirror of %s: %s", dir, e.text);
+    if ((tfd = ns_resolve_path (m, "--tier-batch", dir, TIER_RESOLVE_DIR,
+                                error)) < 0) {
         close (sfd);
         return -1;
     }
@@ -468,7 +442,8 @@ static void bind_all (const struct mount_ctx *m)
         }
         p += l + (p[l] == ':');
     }
-    (void) tier_ns_write (m->conf->namespace_dir, m->job_id, TIER_NS_BOUND, bound);
+    (void) tier_ns_write (m->conf->namespace_dir, m->job_id, TIER_NS_BOUND,
+                          bound);
     if (errs[0])
         (void) tier_ns_write (m->conf->namespace_dir, m->job_id,
                               TIER_NS_BIND_ERROR, errs);
@@ -482,10 +457,10 @@ static int mount_all (void *arg, tier_error_t *error)
     const char *p = m->scratch;
     int k = 0;
 
-    while ((p = tier_opt_next_item (p, item, sizeof (item)))) {
+    while ((p = opts_next_item (p, item, sizeof (item)))) {
         char dir[PATH_MAX + 64];
         uint64_t size;
-        if (tier_opt_split_size (item, dir, sizeof (dir), &size, error) < 0
+        if (opts_split_size (item, dir, sizeof (dir), &size, error) < 0
             || mount_scratch (m, k++, dir, size, error) < 0)
             return -1;
     }
@@ -494,8 +469,8 @@ static int mount_all (void *arg, tier_error_t *error)
         char dir[PATH_MAX + 64], url[PATH_MAX];
         /* DIR=URL: an overlay over DIR all the same (the migrator sends
          * its files to the URL) */
-        if (tier_stageout_item (item, dir, sizeof (dir), url,
-                                sizeof (url)) < 0) {
+        if (stage_out_item (item, dir, sizeof (dir), url,
+                            sizeof (url)) < 0) {
             errno = EINVAL;
             return tier_errprintf (error, "--tier-stage-out: '%s': invalid",
                                    item);
@@ -507,39 +482,67 @@ static int mount_all (void *arg, tier_error_t *error)
     return 0;
 }
 
-int tier_mount_ctx_user (struct mount_ctx *m, uid_t uid, gid_t gid,
-                         tier_error_t *error)
+/* What S_JOB_SUPPLEMENTARY_GIDS gives on Slurm 22.05.8, seen on the
+ * test cluster (PrologFlags=Alloc, alice in group 1001 and one
+ * supplementary group 1003, a batch job with one srun step):
+ *   REMOTE (slurmstepd): init, init_post_opt, task_init_privileged and
+ *     task_init all give ESPANK_SUCCESS, n = 2, [1001, 1003] -- the
+ *     primary group included, the list `id` shows in the task; each step
+ *     its own copy (the batch step's and step 0's pointers differ)
+ *   JOB_SCRIPT (job_prolog, job_epilog) and slurmd's init:
+ *     ESPANK_NOT_AVAIL ("Item not available from this callback")
+ *   LOCAL, ALLOCATOR (srun, sbatch): ESPANK_NOT_REMOTE
+ * So REMOTE takes Slurm's list, and the prolog and epilog ask NSS; a
+ * REMOTE context that got no list (never seen) asks NSS too rather than
+ * fail the job.
+ */
+int ns_job_cred (spank_t sp, struct tier_cred *cred, tier_error_t *error)
 {
     struct passwd pw, *pwp = NULL;
     char buf[4096];
+    gid_t *gids = NULL;
+    uid_t uid;
+    gid_t gid;
+    int n = 0;
 
-    m->uid = uid;
-    m->gid = gid;
+    if (spank_get_item (sp, S_JOB_UID, &uid) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
+        return tier_errprintf (error, "cannot read the job's owner");
+    tier_cred_init (cred, uid, gid);
+    if (spank_context () == S_CTX_REMOTE
+        && spank_get_item (sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &n)
+           == ESPANK_SUCCESS && (gids || n == 0)) {
+        if (tier_cred_set_groups (cred, gids, n) < 0)
+            return tier_errprintf (error, "the job has %d groups, more "
+                                   "than tier takes (%d)", n,
+                                   TIER_CRED_GROUPS_MAX);
+        return 0;
+    }
     if (getpwuid_r (uid, &pw, buf, sizeof (buf), &pwp) != 0 || !pwp)
         return tier_errprintf (error, "uid %u has no passwd entry",
                                (unsigned) uid);
-    m->ngroups = TIER_GROUPS_MAX;
-    if (getgrouplist (pw.pw_name, gid, m->groups, &m->ngroups) < 0)
-        return tier_errprintf (error, "too many groups for %s", pw.pw_name);
+    if (tier_cred_lookup (cred, pw.pw_name) < 0)
+        return tier_errprintf (error, "the groups of %s: %s", pw.pw_name,
+                               errno == E2BIG ? "too many" : strerror (errno));
     return 0;
 }
 
-bool tier_ns_wanted (void)
+bool ns_wanted (void)
 {
     return tier.opts.scratch[0] != '\0' || tier.opts.stage_in[0] != '\0'
            || tier.binds[0] != '\0' || tier.stage_out[0] != '\0'
            || tier.policy_in[0] != '\0';
 }
 
-int tier_ns_prolog (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
-                    tier_error_t *error)
+int ns_prolog (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
+               tier_error_t *error)
 {
     if (tier_ns_base_prepare (conf->namespace_dir, error) < 0)
         return -1;
     return tier_ns_create (conf->namespace_dir, job_id, uid, true, error);
 }
 
-int tier_ns_setup (spank_t sp, tier_error_t *error)
+int ns_setup (spank_t sp, tier_error_t *error)
 {
     struct mount_ctx m = { .conf = tier.conf, .job_id = tier.job_id,
                            .scratch = tier.opts.scratch,
@@ -548,13 +551,8 @@ int tier_ns_setup (spank_t sp, tier_error_t *error)
                            .restart = tier.restart };
     const char *base = tier.conf->namespace_dir;
     int lockfd, rc = -1;
-    uid_t uid;
-    gid_t gid;
 
-    if (spank_get_item (sp, S_JOB_UID, &uid) != ESPANK_SUCCESS
-        || spank_get_item (sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
-        return tier_errprintf (error, "cannot read the job's owner");
-    if (tier_mount_ctx_user (&m, uid, gid, error) < 0)
+    if (ns_job_cred (sp, &m.cred, error) < 0)
         return -1;
     if (tier_ns_base_prepare (base, error) < 0)
         return -1;
@@ -566,7 +564,7 @@ int tier_ns_setup (spank_t sp, tier_error_t *error)
                      && tier_ns_read (base, m.job_id, TIER_NS_RESTART, r,
                                       sizeof (r)) == 0
                      && strtoul (r, NULL, 10) != m.restart;
-        if (tier_ns_create (base, m.job_id, m.uid, stale, error) < 0) {
+        if (tier_ns_create (base, m.job_id, m.cred.uid, stale, error) < 0) {
             if (stale) {
                 char msg[TIER_ERROR_MAX];
                 (void) snprintf (msg, sizeof (msg), "%s", error->text);
@@ -591,9 +589,10 @@ int tier_ns_setup (spank_t sp, tier_error_t *error)
         (void) tier_ns_mark (base, m.job_id, TIER_NS_READY);
         (void) tier_ns_write (base, m.job_id, TIER_NS_SCRATCH, m.scratch);
         if (m.stage_out[0]
-            && (tier_ns_write (base, m.job_id, TIER_NS_STAGEOUT, m.stage_out) < 0
-                || tier_stageout_start (tier.conf, m.job_id, m.restart,
-                                        m.stage_out, error) < 0)) {
+            && (tier_ns_write (base, m.job_id, TIER_NS_STAGEOUT,
+                               m.stage_out) < 0
+                || stage_out_start (tier.conf, m.job_id, m.restart,
+                                    m.stage_out, error) < 0)) {
             slurm_error ("tier: job %u: stage-out: %s", m.job_id,
                          error->text);
             (void) tier_ns_mark (base, m.job_id, TIER_NS_FAILED);
@@ -630,7 +629,7 @@ static bool foreign_ns (void)
     return a.st_ino != b.st_ino;
 }
 
-int tier_ns_join (tier_error_t *error)
+int ns_join (tier_error_t *error)
 {
     if (foreign_ns ()) {
         errno = EBUSY;

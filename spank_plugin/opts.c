@@ -32,12 +32,12 @@ static const char *keep_names[] = {
     [TIER_KEEP_ALWAYS] = "always",
 };
 
-const char *tier_opt_cache_name (enum tier_cache_mode mode)
+const char *opts_cache_name (enum tier_cache_mode mode)
 {
     return mode <= TIER_CACHE_REQUIRED ? cache_names[mode] : "?";
 }
 
-const char *tier_opt_keep_name (enum tier_keep keep)
+const char *opts_keep_name (enum tier_keep keep)
 {
     return keep <= TIER_KEEP_ALWAYS ? keep_names[keep] : "?";
 }
@@ -59,8 +59,8 @@ static const char *clip (const char *s, char *buf, size_t size)
     return buf;
 }
 
-int tier_opt_cache_parse (const char *value, enum tier_cache_mode *mode,
-                          tier_error_t *error)
+int opts_cache_parse (const char *value, enum tier_cache_mode *mode,
+                      tier_error_t *error)
 {
     char b[96];
 
@@ -76,8 +76,8 @@ int tier_opt_cache_parse (const char *value, enum tier_cache_mode *mode,
                                                   sizeof (b)));
 }
 
-int tier_opt_keep_parse (const char *value, enum tier_keep *keep,
-                         tier_error_t *error)
+int opts_keep_parse (const char *value, enum tier_keep *keep,
+                     tier_error_t *error)
 {
     char b[96];
 
@@ -114,7 +114,7 @@ static int parse_conv (const char *p, char *conv, int *width)
     return i + 1;
 }
 
-int tier_pattern_check (const char *s, bool *uses_array, tier_error_t *error)
+int opts_pattern_check (const char *s, bool *uses_array, tier_error_t *error)
 {
     if (strchr (s, '\\'))
         return 0;                       /* taken literally, like sbatch */
@@ -138,7 +138,7 @@ int tier_pattern_check (const char *s, bool *uses_array, tier_error_t *error)
     return 0;
 }
 
-int tier_pattern_expand (const char *s, const struct tier_pattern_ctx *ctx,
+int opts_pattern_expand (const char *s, const struct tier_pattern_ctx *ctx,
                          char *out, size_t size, tier_error_t *error)
 {
     size_t o = 0;
@@ -210,14 +210,14 @@ int tier_pattern_expand (const char *s, const struct tier_pattern_ctx *ctx,
     return 0;
 }
 
-const char *tier_opt_next_item (const char *list, char *item, size_t size)
+const char *opts_next_item (const char *list, char *item, size_t size)
 {
     return tier_list_next (list, item, size);
 }
 
-int tier_opt_split_item (const char *item, char *dir, size_t dirsize,
-                         uint64_t *size, enum tier_keep *keep,
-                         tier_error_t *error)
+int opts_split_item (const char *item, char *dir, size_t dirsize,
+                     uint64_t *size, enum tier_keep *keep,
+                     tier_error_t *error)
 {
     char when[16], b[96];
 
@@ -233,15 +233,15 @@ int tier_opt_split_item (const char *item, char *dir, size_t dirsize,
         return tier_errprintf (error, "path too long");
     }
     if (keep && (!when[0]
-                 || tier_opt_keep_parse (when, keep, error) < 0))
+                 || opts_keep_parse (when, keep, error) < 0))
         *keep = TIER_KEEP_UNSET;
     return 0;
 }
 
-int tier_opt_split_size (const char *item, char *dir, size_t dirsize,
-                         uint64_t *size, tier_error_t *error)
+int opts_split_size (const char *item, char *dir, size_t dirsize,
+                     uint64_t *size, tier_error_t *error)
 {
-    return tier_opt_split_item (item, dir, dirsize, size, NULL, error);
+    return opts_split_item (item, dir, dirsize, size, NULL, error);
 }
 
 static int check_path (const char *option, const char *path, int flags,
@@ -271,7 +271,7 @@ static int check_path (const char *option, const char *path, int flags,
                                option);
     }
     if (flags & TIER_ITEM_PATTERNS) {
-        if (tier_pattern_check (path, uses_array, &perr) < 0)
+        if (opts_pattern_check (path, uses_array, &perr) < 0)
             return tier_errprintf (error, "%s: %s", option, perr.text);
     }
     else if (strchr (path, '%')) {
@@ -298,14 +298,14 @@ static int check_url (const char *option, const char *url, bool output,
     tier_error_t e;
 
     tier_url_shown (url, shown, sizeof (shown));
-    if (tier_pattern_check (url, uses_array, &e) < 0) {
+    if (opts_pattern_check (url, uses_array, &e) < 0) {
         errno = EINVAL;
         return tier_errprintf (error, "%s: %s: unknown pattern (known: %%A "
                                "%%a %%j %%u %%x %%N %%n; write %%%% for a "
                                "'%%' of the URL, as in %%%%20)", option,
                                shown);
     }
-    if (tier_pattern_expand (url, &sample, exp, sizeof (exp), &e) < 0)
+    if (opts_pattern_expand (url, &sample, exp, sizeof (exp), &e) < 0)
         return tier_errprintf (error, "%s: %s: %s", option, shown, e.text);
     u = output ? tier_url_parse_output (exp, &e)
                : tier_url_parse_input (exp, &e);
@@ -365,8 +365,8 @@ static int check_url_item (const char *option, const char *item, int flags,
     return check_url (option, url, false, uses_array, error);
 }
 
-int tier_opt_list_check (const char *option, const char *value, int flags,
-                         bool *uses_array, tier_error_t *error)
+int opts_list_check (const char *option, const char *value, int flags,
+                     bool *uses_array, tier_error_t *error)
 {
     const char *p = value;
     int count = 0;
@@ -417,8 +417,8 @@ int tier_opt_list_check (const char *option, const char *value, int flags,
             char dir[PATH_MAX + 64];
             uint64_t size;
             tier_error_t serr;
-            if (tier_opt_split_size (item, dir, sizeof (dir), &size,
-                                     &serr) < 0)
+            if (opts_split_size (item, dir, sizeof (dir), &size,
+                                 &serr) < 0)
                 return tier_errprintf (error, "%s: %s", option, serr.text);
             if (check_path (option, dir, flags, uses_array, error) < 0)
                 return -1;
@@ -446,14 +446,14 @@ int tier_opt_list_check (const char *option, const char *value, int flags,
     return 0;
 }
 
-bool tier_opts_any (const struct tier_opts *opts)
+bool opts_any (const struct tier_opts *opts)
 {
     return opts->batch[0] || opts->scratch[0] || opts->stage_in[0]
            || opts->stage_out[0] || opts->keep != TIER_KEEP_UNSET;
 }
 
-int tier_opts_check (const struct tier_opts *opts, int is_array,
-                     tier_error_t *error)
+int opts_check (const struct tier_opts *opts, int is_array,
+                tier_error_t *error)
 {
     static const struct {
         const char *name;
@@ -475,8 +475,8 @@ int tier_opts_check (const struct tier_opts *opts, int is_array,
         bool a = false;
         if (!*v)
             continue;
-        if (tier_opt_list_check (lists[i].name, v, lists[i].flags, &a,
-                                 error) < 0)
+        if (opts_list_check (lists[i].name, v, lists[i].flags, &a,
+                             error) < 0)
             return -1;
         if (a && is_array == 0) {
             errno = EINVAL;
@@ -486,7 +486,7 @@ int tier_opts_check (const struct tier_opts *opts, int is_array,
         }
         uses_array |= a;
     }
-    if (opts->cache == TIER_CACHE_OFF && tier_opts_any (opts)) {
+    if (opts->cache == TIER_CACHE_OFF && opts_any (opts)) {
         errno = EINVAL;
         return tier_errprintf (error, "--tier-cache=off contradicts the "
                                "other --tier options given");

@@ -50,12 +50,12 @@ struct tier_opts {
     char stage_out[TIER_OPT_VALUE_MAX];
 };
 
-int tier_opt_cache_parse (const char *value, enum tier_cache_mode *mode,
-                          tier_error_t *error);
-const char *tier_opt_cache_name (enum tier_cache_mode mode);
-int tier_opt_keep_parse (const char *value, enum tier_keep *keep,
-                         tier_error_t *error);
-const char *tier_opt_keep_name (enum tier_keep keep);
+int opts_cache_parse (const char *value, enum tier_cache_mode *mode,
+                      tier_error_t *error);
+const char *opts_cache_name (enum tier_cache_mode mode);
+int opts_keep_parse (const char *value, enum tier_keep *keep,
+                     tier_error_t *error);
+const char *opts_keep_name (enum tier_keep keep);
 
 /* Check a comma-separated list of absolute paths (option name for
  * messages).  flags: TIER_ITEM_*.  With TIER_ITEM_URL an item may be
@@ -69,14 +69,14 @@ const char *tier_opt_keep_name (enum tier_keep keep);
  * (may be NULL).  Returns 0, or -1 with one line in error naming the
  * option, the item and the problem (a URL shown without secrets).
  */
-int tier_opt_list_check (const char *option, const char *value, int flags,
-                         bool *uses_array, tier_error_t *error);
+int opts_list_check (const char *option, const char *value, int flags,
+                     bool *uses_array, tier_error_t *error);
 
 /* Check one sbatch filename pattern: %A %a %j %u %x %N %n %%, with an
  * optional zero-padding width (%3a).  A value with a backslash is taken
  * literally, as sbatch does.  Sets *uses_array if %a appears.
  */
-int tier_pattern_check (const char *s, bool *uses_array, tier_error_t *error);
+int opts_pattern_check (const char *s, bool *uses_array, tier_error_t *error);
 
 /* What the patterns expand to. */
 struct tier_pattern_ctx {
@@ -93,7 +93,7 @@ struct tier_pattern_ctx {
 /* Expand s into out.  Returns 0, or -1 with errno EINVAL (a bad pattern,
  * %a outside an array) or ENAMETOOLONG.
  */
-int tier_pattern_expand (const char *s, const struct tier_pattern_ctx *ctx,
+int opts_pattern_expand (const char *s, const struct tier_pattern_ctx *ctx,
                          char *out, size_t size, tier_error_t *error);
 
 /* Split DIR[:SIZE][:keep=WHEN] (tier_item_split, lib/paths.h): copies
@@ -101,26 +101,26 @@ int tier_pattern_expand (const char *s, const struct tier_pattern_ctx *ctx,
  * *keep (TIER_KEEP_UNSET if none; keep may be NULL).  The size is the
  * text after the last unescaped ':' when it parses as a size.
  */
-int tier_opt_split_item (const char *item, char *dir, size_t dirsize,
-                         uint64_t *size, enum tier_keep *keep,
-                         tier_error_t *error);
-int tier_opt_split_size (const char *item, char *dir, size_t dirsize,
-                         uint64_t *size, tier_error_t *error);
+int opts_split_item (const char *item, char *dir, size_t dirsize,
+                     uint64_t *size, enum tier_keep *keep,
+                     tier_error_t *error);
+int opts_split_size (const char *item, char *dir, size_t dirsize,
+                     uint64_t *size, tier_error_t *error);
 
 /* Iterate over a comma-separated list (a '\' escapes the next
  * character, so "\," is part of an item): copies the next item, escapes
  * kept, into item and returns a pointer past it, or NULL at the end.
  */
-const char *tier_opt_next_item (const char *list, char *item, size_t size);
+const char *opts_next_item (const char *list, char *item, size_t size);
 
 /* Whole-option-set checks made once all options are known (submit side
  * and node side): contradictions (--tier-cache=off with other options),
  * %a without an array when is_array says so (is_array < 0: unknown).
  */
-int tier_opts_check (const struct tier_opts *opts, int is_array,
-                     tier_error_t *error);
+int opts_check (const struct tier_opts *opts, int is_array,
+                tier_error_t *error);
 
 /* True if any option asks for a tier. */
-bool tier_opts_any (const struct tier_opts *opts);
+bool opts_any (const struct tier_opts *opts);
 
 #endif /* !TIER_SPANK_OPTS_H */

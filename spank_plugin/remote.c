@@ -42,7 +42,7 @@
 #define NO_VAL32 0xfffffffeU
 
 /* Load tier.conf for this node (root code: the file must be root's). */
-struct tier_conf *tier_load_conf (tier_error_t *error)
+struct tier_conf *remote_load_conf (tier_error_t *error)
 {
     const char *node = getenv ("SLURMD_NODENAME");
     struct tier_conf *conf;
@@ -73,9 +73,9 @@ struct tier_conf *tier_load_conf (tier_error_t *error)
 static void opts_json (struct tier_jw *w)
 {
     tier_jw_obj_begin (w, "options");
-    tier_jw_str (w, "cache", tier_opt_cache_name (tier_effective_mode ()));
+    tier_jw_str (w, "cache", opts_cache_name (tier_effective_mode ()));
     if (tier.opts.keep != TIER_KEEP_UNSET)
-        tier_jw_str (w, "keep", tier_opt_keep_name (tier.opts.keep));
+        tier_jw_str (w, "keep", opts_keep_name (tier.opts.keep));
     if (tier.opts.batch[0])
         tier_jw_str (w, "batch", tier.opts.batch);
     if (tier.opts.scratch[0])
@@ -95,8 +95,8 @@ static uint64_t scratch_reserve (void)
     uint64_t sum = 0, size;
     tier_error_t e;
 
-    while ((p = tier_opt_next_item (p, item, sizeof (item))))
-        if (tier_opt_split_size (item, dir, sizeof (dir), &size, &e) == 0)
+    while ((p = opts_next_item (p, item, sizeof (item))))
+        if (opts_split_size (item, dir, sizeof (dir), &size, &e) == 0)
             sum += size;
     return sum;
 }
@@ -129,18 +129,26 @@ static int register_job (spank_t sp, tier_error_t *error)
 {
     static char body[TIER_OPT_VALUE_MAX * 5];
     uint32_t job_id = 0, array_id = 0, task_id = NO_VAL32, restart = 0;
-    uid_t uid;
-    gid_t gid;
+    struct tier_cred cred;
     struct passwd pw, *pwp = NULL;
     char pwbuf[4096];
     struct tier_jw w;
     char *reply = NULL;
     bool enabled = true;
+    tier_error_t ce;
+    uid_t uid;
+    gid_t gid;
 
     if (get_u32 (sp, S_JOB_ID, &job_id) < 0
         || spank_get_item (sp, S_JOB_UID, &uid) != ESPANK_SUCCESS
         || spank_get_item (sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
         return tier_errprintf (error, "cannot read the job's id and owner");
+    if (ns_job_cred (sp, &cred, &ce) < 0) {
+        /* more groups than tier takes: registered without them (work on
+         * the job's data is then refused, never done with fewer) */
+        slurm_error ("tier: job %u: %s", job_id, ce.text);
+        tier_cred_init (&cred, uid, gid);
+    }
     if (get_u32 (sp, S_JOB_ARRAY_ID, &array_id) < 0)
         array_id = 0;
     if (get_u32 (sp, S_JOB_ARRAY_TASK_ID, &task_id) < 0)
@@ -149,9 +157,9 @@ static int register_job (spank_t sp, tier_error_t *error)
     tier.is_array = task_id != NO_VAL32 && task_id != 0xffffffffU;
     tier.batch_id = tier.is_array && array_id ? array_id : job_id;
     restart = job_restart (sp, job_id);
-    if (getpwuid_r (uid, &pw, pwbuf, sizeof (pwbuf), &pwp) != 0 || !pwp)
+    if (getpwuid_r (cred.uid, &pw, pwbuf, sizeof (pwbuf), &pwp) != 0 || !pwp)
         return tier_errprintf (error, "uid %u has no passwd entry",
-                               (unsigned) uid);
+                               (unsigned) cred.uid);
     tier.restart = restart;
 
     tier_jw_init (&w, body, sizeof (body));
@@ -160,15 +168,23 @@ static int register_job (spank_t sp, tier_error_t *error)
     tier_jw_uint (&w, "restart", restart);
     tier_jw_uint (&w, "batch_id", tier.batch_id);
     tier_jw_uint (&w, "array_task_id", tier.is_array ? task_id : NO_VAL32);
-    tier_jw_uint (&w, "uid", uid);
-    tier_jw_uint (&w, "gid", gid);
+    tier_jw_uint (&w, "uid", cred.uid);
+    tier_jw_uint (&w, "gid", cred.gid);
     tier_jw_str (&w, "user", pw.pw_name);
+    /* the job's group list: the agent's work on the job's data uses it
+     * (no NSS lookup per job on the node) */
+    if (tier_cred_has_groups (&cred)) {
+        tier_jw_arr_begin (&w, "groups");
+        for (int i = 0; i < cred.ngroups; i++)
+            tier_jw_uint (&w, NULL, cred.groups[i]);
+        tier_jw_arr_end (&w);
+    }
     tier_jw_uint (&w, "scratch_reserve", scratch_reserve ());
     opts_json (&w);
     if (tier_jw_finish (&w) < 0)
         return tier_errprintf (error, "registration too large");
-    if (tier_agent_call (tier.conf, body, &reply, (int) tier.conf->
-                         agent_timeout_ms, error) < 0)
+    if (spawn_call (tier.conf, body, &reply, (int) tier.conf->
+                    agent_timeout_ms, error) < 0)
         return -1;
     (void) tier_jr_get_bool (reply, strlen (reply), "enabled", &enabled);
     /* the job's frozen policies name its pipeline directories (the
@@ -178,9 +194,9 @@ static int register_job (spank_t sp, tier_error_t *error)
         tier_error_t e;
         if (tier_jr_get_str (reply, strlen (reply), "scratch", scratch,
                              sizeof (scratch)) == 0
-            && (!scratch[0] || tier_opt_list_check ("policy", scratch,
-                                                    TIER_ITEM_SIZE, NULL,
-                                                    &e) == 0))
+            && (!scratch[0] || opts_list_check ("policy", scratch,
+                                                TIER_ITEM_SIZE, NULL,
+                                                &e) == 0))
             (void) snprintf (tier.opts.scratch, sizeof (tier.opts.scratch),
                              "%s", scratch);
         if (tier_jr_get_str (reply, strlen (reply), "refused", tier.refused,
@@ -287,7 +303,7 @@ static int policy_inputs (int n, tier_error_t *error)
  * items already, the policies' are known from the first step on).  A
  * failure is reported when the tasks start.
  */
-static void stage_in_start (spank_t sp)
+static void start_stage_in (spank_t sp)
 {
     struct tier_pattern_ctx ctx;
     char name[256], user[64];
@@ -301,13 +317,13 @@ static void stage_in_start (spank_t sp)
         return;
     pattern_ctx (sp, &ctx, name, sizeof (name), user, sizeof (user));
     if ((tier.opts.stage_in[0]
-         && (n = tier_stage_expand (tier.opts.stage_in, &ctx,
-                                    tier.stage_items, TIER_STAGE_ITEMS_MAX,
-                                    &error)) < 0)
+         && (n = stage_expand (tier.opts.stage_in, &ctx,
+                               tier.stage_items, TIER_STAGE_ITEMS_MAX,
+                               &error)) < 0)
         || (n = policy_inputs (n, &error)) < 0
-        || tier_stage_start (tier.conf, tier.job_id, uid, gid,
-                             tier.stage_items, n, &tier.stage_plan,
-                             &error) < 0) {
+        || stage_start (tier.conf, tier.job_id, uid, gid,
+                        tier.stage_items, n, &tier.stage_plan,
+                        &error) < 0) {
         (void) snprintf (tier.ns_error, sizeof (tier.ns_error), "%s",
                          error.text);
         tier.stage_n = -1;
@@ -320,7 +336,7 @@ static void stage_in_start (spank_t sp)
 /* The job's output directories on this node: --tier-stage-out expanded
  * for this task, and the endpoint directories of its policies.
  */
-static void stage_out_list (spank_t sp)
+static void list_outputs (spank_t sp)
 {
     struct tier_pattern_ctx ctx;
     char name[256], user[64];
@@ -330,9 +346,9 @@ static void stage_out_list (spank_t sp)
     if (!tier.opts.stage_out[0] && !tier.policy_out[0])
         return;
     pattern_ctx (sp, &ctx, name, sizeof (name), user, sizeof (user));
-    if (tier_stageout_list (tier.opts.stage_out, tier.policy_out, &ctx,
-                            tier.stage_out, sizeof (tier.stage_out),
-                            &error) < 0) {
+    if (stage_out_dirs (tier.opts.stage_out, tier.policy_out, &ctx,
+                        tier.stage_out, sizeof (tier.stage_out),
+                        &error) < 0) {
         tier.stage_out[0] = '\0';
         (void) snprintf (tier.ns_error, sizeof (tier.ns_error), "%s",
                          error.text);
@@ -374,7 +390,7 @@ static void ns_join_existing (spank_t sp)
                  "the job's namespace made by an earlier step", job_id);
 }
 
-int tier_remote_init_post_opt (spank_t sp)
+int remote_init_post_opt (spank_t sp)
 {
     tier_error_t error = { { 0 } };
 
@@ -383,7 +399,7 @@ int tier_remote_init_post_opt (spank_t sp)
     tier.wanted = 1;
     if (tier.opt_error[0])
         return 0;                       /* reported in user_init */
-    if (!(tier.conf = tier_load_conf (&error)))
+    if (!(tier.conf = remote_load_conf (&error)))
         goto fail;
     if (!tier.conf->enabled) {
         (void) snprintf (tier.agent_error, sizeof (tier.agent_error),
@@ -391,14 +407,14 @@ int tier_remote_init_post_opt (spank_t sp)
                          tier.conf->node);
         return 0;
     }
-    if (tier_agent_ensure (tier.conf, tier.conf_path, tier.conf->node,
-                           5000, &error) < 0
+    if (spawn_ensure (tier.conf, tier.conf_path, tier.conf->node,
+                      5000, &error) < 0
         || register_job (sp, &error) < 0)
         goto fail;
     tier.agent_ok = 1;
-    stage_out_list (sp);
-    if (tier_ns_wanted () && !tier.scratch_denied) {
-        if (tier_ns_setup (sp, &error) == 0)
+    list_outputs (sp);
+    if (ns_wanted () && !tier.scratch_denied) {
+        if (ns_setup (sp, &error) == 0)
             tier.ns_ok = 1;
         else {
             (void) snprintf (tier.ns_error, sizeof (tier.ns_error), "%s",
@@ -407,7 +423,7 @@ int tier_remote_init_post_opt (spank_t sp)
         }
     }
     if (tier.ns_ok && (tier.opts.stage_in[0] || tier.policy_in[0]))
-        stage_in_start (sp);
+        start_stage_in (sp);
     return 0;
 fail:
     (void) snprintf (tier.agent_error, sizeof (tier.agent_error), "%s",
@@ -455,7 +471,7 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
     if (tier.bind_error[0])
         slurm_spank_log ("tier: warning: eager mode: %s (read through the "
                          "interposer instead)", tier.bind_error);
-    if (tier_ns_wanted () && !tier.ns_ok
+    if (ns_wanted () && !tier.ns_ok
         && tier_effective_mode () != TIER_CACHE_REQUIRED)
         slurm_spank_log ("tier: warning: %s; those directories are the "
                          "plain GFS in this job", tier.ns_error);
@@ -528,7 +544,7 @@ static int node_check (spank_t sp, tier_error_t *error)
         is_array = -1;
     else
         is_array = (task_id != NO_VAL32 && task_id != 0xffffffffU) ? 1 : 0;
-    return tier_opts_check (&tier.opts, is_array, error);
+    return opts_check (&tier.opts, is_array, error);
 }
 
 int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
@@ -551,7 +567,7 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
         slurm_error ("tier: --tier-cache=required: %s", tier.refused);
         return -1;
     }
-    if (tier_ns_wanted () && tier.agent_ok && !tier.ns_ok
+    if (ns_wanted () && tier.agent_ok && !tier.ns_ok
         && tier_effective_mode () == TIER_CACHE_REQUIRED) {
         slurm_error ("tier: --tier-cache=required: %s", tier.ns_error);
         return -1;
@@ -566,14 +582,14 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
         (void) spank_get_item (sp, S_TASK_ID, &local);
         /* the node's first task asks slurmctld; the others look for its
          * marker (one RPC per node, not per task) */
-        if (tier_stage_wait (tier.conf, tier.job_id, tier.stage_plan.parts,
-                             local == 0, local == 0 ? gone_ask : gone_marker,
-                             &error) < 0) {
+        if (stage_wait (tier.conf, tier.job_id, tier.stage_plan.parts,
+                        local == 0, local == 0 ? gone_ask : gone_marker,
+                        &error) < 0) {
             slurm_error ("tier: %s", error.text);
             return -1;
         }
     }
-    if (tier.ns_ok && tier_ns_join (&error) < 0) {
+    if (tier.ns_ok && ns_join (&error) < 0) {
         if (tier_effective_mode () == TIER_CACHE_REQUIRED
             || tier.stage_started) {
             slurm_error ("tier: %s", error.text);
@@ -582,17 +598,11 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
         slurm_spank_log ("tier: warning: %s", error.text);
         return 0;
     }
-    if (tier.stage_started) {
-        uid_t uid;
-        gid_t gid;
-        if (spank_get_item (sp, S_JOB_UID, &uid) != ESPANK_SUCCESS
-            || spank_get_item (sp, S_JOB_GID, &gid) != ESPANK_SUCCESS
-            || tier_stage_bind (tier.conf, tier.job_id, uid, gid,
-                                tier.stage_items, tier.stage_plan.index,
-                                tier.stage_n, &error) < 0) {
-            slurm_error ("tier: %s", error.text);
-            return -1;
-        }
+    if (tier.stage_started
+        && stage_bind (sp, tier.conf, tier.job_id, tier.stage_items,
+                       tier.stage_plan.index, tier.stage_n, &error) < 0) {
+        slurm_error ("tier: %s", error.text);
+        return -1;
     }
     return 0;
 }
@@ -621,10 +631,10 @@ int slurm_spank_task_exit (spank_t sp, int ac, char **av)
         && task == 0
         && !(spank_getenv (sp, "ENVIRONMENT", env, sizeof (env))
              == ESPANK_SUCCESS && !strcmp (env, "BATCH")))
-        tier_keep_announce (tier.opts.scratch, tier.opts.keep,
-                            WIFEXITED (status) ? WEXITSTATUS (status) != 0
+        keep_announce (tier.opts.scratch, tier.opts.keep,
+                       WIFEXITED (status) ? WEXITSTATUS (status) != 0
                                                : true,
-                            tier.job_id, tier.restart);
+                       tier.job_id, tier.restart);
     return 0;
 }
 
@@ -632,7 +642,7 @@ int slurm_spank_task_exit (spank_t sp, int ac, char **av)
  * exit still reaches the job's stderr) waits a little and reports what
  * could not reach the GFS.
  */
-static void stage_out_step_end (spank_t sp)
+static void sync_outputs_step (spank_t sp)
 {
     struct tier_stageout_left left;
     tier_error_t error;
@@ -643,8 +653,8 @@ static void stage_out_step_end (spank_t sp)
         return;
     batch = spank_get_item (sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS
             && step == BATCH_STEP;
-    if (tier_stageout_sync (tier.conf, tier.job_id, batch ? 10000 : 0,
-                            false, &left, &error) < 0) {
+    if (stage_out_sync (tier.conf, tier.job_id, batch ? 10000 : 0,
+                        false, &left, &error) < 0) {
         slurm_error ("tier: job %u: stage-out: %s", tier.job_id, error.text);
         return;
     }
@@ -666,7 +676,7 @@ int slurm_spank_exit (spank_t sp, int ac, char **av)
     uint32_t step = 0;
 
     if (spank_context () == S_CTX_REMOTE)
-        stage_out_step_end (sp);
+        sync_outputs_step (sp);
 
     /* Tell the user where pipeline data will be kept: the batch step's
      * exit still reaches its stderr (the copy itself runs in the epilog,
@@ -674,9 +684,9 @@ int slurm_spank_exit (spank_t sp, int ac, char **av)
     if (spank_context () == S_CTX_REMOTE && tier.ns_ok
         && spank_get_item (sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS
         && step == BATCH_STEP)
-        tier_keep_announce (tier.opts.scratch, tier.opts.keep,
-                            tier.batch_status == 1, tier.job_id,
-                            tier.restart);
+        keep_announce (tier.opts.scratch, tier.opts.keep,
+                       tier.batch_status == 1, tier.job_id,
+                       tier.restart);
     if (tier.conf) {
         tier_conf_destroy (tier.conf);
         tier.conf = NULL;

@@ -7,7 +7,8 @@
  * namespace.  So the grandchild that becomes tierd: starts a new session,
  * joins PID 1's mount namespace, moves itself to the root of every cgroup
  * hierarchy, resets signals (slurmstepd blocks some), takes uid/gid 0 for
- * real, closes every descriptor and execs with a clean environment.
+ * real, closes every descriptor and execs with a clean environment -- the
+ * binary checked before the fork, beneath its trusted directory.
  * Between fork and exec only async-signal-safe calls are made: slurmstepd
  * is multithreaded.
  */
@@ -16,7 +17,6 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
@@ -32,13 +32,19 @@
 
 #include "lib/clock.h"
 #include "lib/client.h"
+#include "lib/cred.h"
+#include "lib/trust.h"
 #include "lib/tjson.h"
 #include "spawn.h"
 
 #define CGROUPS_MAX 32
 
-int tier_agent_call (const struct tier_conf *conf, const char *body,
-                     char **reply, int timeout_ms, tier_error_t *error)
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)   /* linux/close_range.h, 5.11 */
+#endif
+
+int spawn_call (const struct tier_conf *conf, const char *body,
+                char **reply, int timeout_ms, tier_error_t *error)
 {
     char path[PATH_MAX];
     size_t len;
@@ -53,12 +59,12 @@ int tier_agent_call (const struct tier_conf *conf, const char *body,
     return rc;
 }
 
-int tier_agent_ping (const struct tier_conf *conf, int timeout_ms,
-                     tier_error_t *error)
+int spawn_ping (const struct tier_conf *conf, int timeout_ms,
+                tier_error_t *error)
 {
     char *reply = NULL;
-    int rc = tier_agent_call (conf, "{\"op\":\"ping\"}", &reply, timeout_ms,
-                              error);
+    int rc = spawn_call (conf, "{\"op\":\"ping\"}", &reply, timeout_ms,
+                         error);
 
     free (reply);
     return rc;
@@ -94,8 +100,46 @@ static int cgroup_roots (char paths[][PATH_MAX], int max)
     return n;
 }
 
-static void child_exec (const char *tierd, char *const argv[], int nsfd,
-                        char cgpaths[][PATH_MAX], int ncg)
+/* Open TierdPath's directory, and check the binary in it: root code runs
+ * only a root-owned file nobody else can change, in a directory nobody
+ * else can change (lib/trust.h).  Returns the directory's descriptor and
+ * the binary's name in it: the exec goes beneath that descriptor, so it
+ * runs the file checked (and the process is still named "tierd").
+ */
+static int open_tierd (const char *path, const char **base,
+                       tier_error_t *error)
+{
+    const struct tier_trust dir = { .kind = TIER_TRUST_ROOT_DIR,
+                                    .flags = O_PATH };
+    const struct tier_trust bin = { .kind = TIER_TRUST_ROOT_FILE,
+                                    .flags = O_PATH };
+    const char *slash = strrchr (path, '/');
+    char d[PATH_MAX];
+    int dfd, fd, e;
+
+    if (path[0] != '/' || !slash[1]
+        || (size_t) (slash - path) >= sizeof (d)) {
+        errno = EINVAL;
+        return tier_errprintf (error, "TierdPath %s: not an absolute file "
+                               "name", path);
+    }
+    (void) snprintf (d, sizeof (d), "%.*s", (int) (slash - path), path);
+    if ((dfd = tier_trust_open (d[0] ? d : "/", &dir, error)) < 0)
+        return -1;
+    if ((fd = tier_trust_openat (dfd, d, slash + 1, &bin, error)) < 0) {
+        e = errno;
+        close (dfd);
+        errno = e;
+        return -1;
+    }
+    close (fd);
+    *base = slash + 1;
+    return dfd;
+}
+
+static void child_exec (int dirfd, const char *tierd, char *const argv[],
+                        int nsfd, char cgpaths[][PATH_MAX], int ncg,
+                        const struct tier_cred *root)
 {
     static char *const envp[] = {
         "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL,
@@ -111,7 +155,10 @@ static void child_exec (const char *tierd, char *const argv[], int nsfd,
         case 0: break;
         default: _exit (0);
     }
-    /* the grandchild: nothing of the job may stay with it */
+    /* the grandchild: nothing of the job may stay with it (the binary's
+     * directory stays open above stdio until the exec) */
+    if (dirfd < 3 && (dirfd = fcntl (dirfd, F_DUPFD_CLOEXEC, 3)) < 0)
+        _exit (126);
     if (nsfd >= 0)
         (void) setns (nsfd, CLONE_NEWNS);
     for (int i = 0; i < ncg; i++) {
@@ -126,8 +173,7 @@ static void child_exec (const char *tierd, char *const argv[], int nsfd,
         (void) sigaction (s, &sa, NULL);
     sigemptyset (&none);
     (void) sigprocmask (SIG_SETMASK, &none, NULL);
-    if (setgroups (0, NULL) < 0 || setresgid (0, 0, 0) < 0
-        || setresuid (0, 0, 0) < 0)
+    if (tier_cred_drop (root, TIER_CRED_OWN) < 0)
         _exit (126);
     if (chdir ("/") < 0)
         _exit (126);
@@ -137,62 +183,60 @@ static void child_exec (const char *tierd, char *const argv[], int nsfd,
         (void) dup2 (fd, 1);
         (void) dup2 (fd, 2);
     }
-    (void) syscall (SYS_close_range, 3U, ~0U, 0U);
-    execve (tierd, argv, envp);
+    if (syscall (SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+        /* before Linux 5.11: close all but dirfd (O_CLOEXEC) now */
+        (void) syscall (SYS_close_range, 3U, (unsigned) dirfd - 1, 0U);
+        (void) syscall (SYS_close_range, (unsigned) dirfd + 1, ~0U, 0U);
+    }
+    (void) syscall (SYS_execveat, dirfd, tierd, argv, envp,
+                    AT_SYMLINK_NOFOLLOW);
     _exit (127);
 }
 
-int tier_agent_spawn (const struct tier_conf *conf, const char *conf_path,
-                      const char *node, tier_error_t *error)
+int spawn_start (const struct tier_conf *conf, const char *conf_path,
+                 const char *node, tier_error_t *error)
 {
     static char cgpaths[CGROUPS_MAX][PATH_MAX];
     char *argv[] = { "tierd", "-c", (char *) conf_path, "-N", (char *) node,
                      NULL };
-    struct stat st;
-    int ncg, nsfd, status;
+    struct tier_cred root;
+    const char *base = NULL;
+    int ncg, nsfd, dirfd, status;
     pid_t pid;
 
-    /* root code runs only a root-owned binary nobody else can change */
-    if (stat (conf->tierd_path, &st) < 0)
-        return tier_errprintf (error, "%s: %s", conf->tierd_path,
-                               strerror (errno));
-    if (!S_ISREG (st.st_mode) || st.st_uid != 0
-        || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-        errno = EPERM;
-        return tier_errprintf (error, "%s: must be a root-owned file not "
-                               "writable by others", conf->tierd_path);
-    }
+    if ((dirfd = open_tierd (conf->tierd_path, &base, error)) < 0)
+        return -1;
+    /* uid and gid 0 for real, no groups (slurmstepd's are the job's) */
+    tier_cred_init (&root, 0, 0);
     ncg = cgroup_roots (cgpaths, CGROUPS_MAX);
     nsfd = open ("/proc/1/ns/mnt", O_RDONLY | O_CLOEXEC);
     pid = fork ();
-    if (pid < 0) {
-        if (nsfd >= 0)
-            close (nsfd);
-        return tier_errprintf (error, "fork: %s", strerror (errno));
-    }
     if (pid == 0)
-        child_exec (conf->tierd_path, argv, nsfd, cgpaths, ncg);
+        child_exec (dirfd, base, argv, nsfd, cgpaths, ncg, &root);
+    if (pid < 0)
+        tier_errprintf (error, "fork: %s", strerror (errno));
     if (nsfd >= 0)
         close (nsfd);
-    while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+    close (dirfd);
+    while (pid > 0 && waitpid (pid, &status, 0) < 0 && errno == EINTR)
         ;
-    return 0;
+    return pid < 0 ? -1 : 0;
 }
 
-int tier_agent_ensure (const struct tier_conf *conf, const char *conf_path,
-                       const char *node, int timeout_ms, tier_error_t *error)
+int spawn_ensure (const struct tier_conf *conf, const char *conf_path,
+                  const char *node, int timeout_ms, tier_error_t *error)
 {
     int64_t deadline;
     tier_error_t e;
 
-    if (tier_agent_ping (conf, 2000, &e) == 0)
+    if (spawn_ping (conf, 2000, &e) == 0)
         return 0;
-    if (tier_agent_spawn (conf, conf_path, node, error) < 0)
+    if (spawn_start (conf, conf_path, node, error) < 0)
         return -1;
     deadline = tier_now_ms () + timeout_ms;
     while (tier_now_ms () < deadline) {
         struct timespec ts = { 0, 50 * 1000 * 1000 };
-        if (tier_agent_ping (conf, 1000, &e) == 0)
+        if (spawn_ping (conf, 1000, &e) == 0)
             return 0;
         nanosleep (&ts, NULL);
     }

@@ -8,19 +8,19 @@
 #include "lib/error.h"
 
 /* One request to the agent of conf's node; *reply is malloc'd. */
-int tier_agent_call (const struct tier_conf *conf, const char *body,
-                     char **reply, int timeout_ms, tier_error_t *error);
+int spawn_call (const struct tier_conf *conf, const char *body,
+                char **reply, int timeout_ms, tier_error_t *error);
 
 /* 0 if an agent answers a ping within timeout_ms. */
-int tier_agent_ping (const struct tier_conf *conf, int timeout_ms,
-                     tier_error_t *error);
+int spawn_ping (const struct tier_conf *conf, int timeout_ms,
+                tier_error_t *error);
 
 /* Start TierdPath detached from the caller (see spawn.c). */
-int tier_agent_spawn (const struct tier_conf *conf, const char *conf_path,
-                      const char *node, tier_error_t *error);
+int spawn_start (const struct tier_conf *conf, const char *conf_path,
+                 const char *node, tier_error_t *error);
 
 /* Ping; if nothing answers, spawn and wait up to timeout_ms. */
-int tier_agent_ensure (const struct tier_conf *conf, const char *conf_path,
-                       const char *node, int timeout_ms, tier_error_t *error);
+int spawn_ensure (const struct tier_conf *conf, const char *conf_path,
+                  const char *node, int timeout_ms, tier_error_t *error);
 
 #endif /* !TIER_SPANK_SPAWN_H */

@@ -67,19 +67,19 @@ static int url_item (char *item, tier_error_t *error)
     return 0;
 }
 
-int tier_stage_expand (const char *list, const struct tier_pattern_ctx *ctx,
-                       char items[][PATH_MAX], int max, tier_error_t *error)
+int stage_expand (const char *list, const struct tier_pattern_ctx *ctx,
+                  char items[][PATH_MAX], int max, tier_error_t *error)
 {
     char item[PATH_MAX + 64];
     const char *p = list;
     int n = 0;
 
-    while ((p = tier_opt_next_item (p, item, sizeof (item)))) {
+    while ((p = opts_next_item (p, item, sizeof (item)))) {
         tier_error_t e;
         if (n == max)
             return tier_errprintf (error, "--tier-stage-in: more than %d "
                                    "items", max);
-        if (tier_pattern_expand (item, ctx, items[n], PATH_MAX, &e) < 0)
+        if (opts_pattern_expand (item, ctx, items[n], PATH_MAX, &e) < 0)
             return tier_errprintf (error, "--tier-stage-in: %s", e.text);
         if (tier_url_item_is_url (items[n]) && url_item (items[n], error) < 0)
             return -1;
@@ -121,9 +121,9 @@ bad:
     return tier_errprintf (error, "the agent's stage-in plan is not valid");
 }
 
-int tier_stage_start (const struct tier_conf *conf, uint32_t job_id,
-                      uid_t uid, gid_t gid, char items[][PATH_MAX], int n,
-                      struct tier_stage_plan *plan, tier_error_t *error)
+int stage_start (const struct tier_conf *conf, uint32_t job_id,
+                 uid_t uid, gid_t gid, char items[][PATH_MAX], int n,
+                 struct tier_stage_plan *plan, tier_error_t *error)
 {
     static char body[TIER_STAGE_ITEMS_MAX * (PATH_MAX + 8) + 256];
     struct passwd pw, *pwp = NULL;
@@ -146,17 +146,17 @@ int tier_stage_start (const struct tier_conf *conf, uint32_t job_id,
     tier_jw_arr_end (&w);
     if (tier_jw_finish (&w) < 0)
         return tier_errprintf (error, "stage-in request too large");
-    rc = tier_agent_call (conf, body, &reply, (int) conf->agent_timeout_ms,
-                          error);
+    rc = spawn_call (conf, body, &reply, (int) conf->agent_timeout_ms,
+                     error);
     if (rc == 0 && plan)
         rc = read_plan (reply, n, plan, error);
     free (reply);
     return rc;
 }
 
-int tier_stage_wait (const struct tier_conf *conf, uint32_t job_id,
-                     int parts, bool report, bool (*gone) (uint32_t job_id),
-                     tier_error_t *error)
+int stage_wait (const struct tier_conf *conf, uint32_t job_id,
+                int parts, bool report, bool (*gone) (uint32_t job_id),
+                tier_error_t *error)
 {
     int64_t start = (tier_now_ms () / 1000), last = start, checked = start;
     char buf[8192];
@@ -206,7 +206,8 @@ int tier_stage_wait (const struct tier_conf *conf, uint32_t job_id,
                                        "stage-in");
             }
         }
-        if ((uint64_t) ((tier_now_ms () / 1000) - start) > conf->stage_in_timeout) {
+        if ((uint64_t) ((tier_now_ms () / 1000) - start)
+            > conf->stage_in_timeout) {
             errno = ETIMEDOUT;
             return tier_errprintf (error, "stage-in did not finish within "
                                    "StageInTimeout (%llu s)",
@@ -235,14 +236,14 @@ int tier_stage_wait (const struct tier_conf *conf, uint32_t job_id,
 /* In the job's namespace (the calling task joined it), as root: bind each
  * staged copy read-only over its GFS path, once per job and node.
  */
-int tier_stage_bind (const struct tier_conf *conf, uint32_t job_id,
-                     uid_t uid, gid_t gid, char items[][PATH_MAX],
-                     const int *index, int n, tier_error_t *error)
+int stage_bind (spank_t sp, const struct tier_conf *conf, uint32_t job_id,
+                char items[][PATH_MAX], const int *index, int n,
+                tier_error_t *error)
 {
     struct mount_ctx m = { .conf = conf, .job_id = job_id };
     int lockfd, rc = 0;
 
-    if (tier_mount_ctx_user (&m, uid, gid, error) < 0)
+    if (ns_job_cred (sp, &m.cred, error) < 0)
         return -1;
     if ((lockfd = tier_ns_lock (conf->namespace_dir, job_id, error)) < 0)
         return -1;
@@ -278,10 +279,10 @@ int tier_stage_bind (const struct tier_conf *conf, uint32_t job_id,
         }
         /* the target, as the user sees it in the job, beneath its allowed
          * root (never a symlink out of it: a bind over /etc/passwd in a
-         * job with setuid binaries would give root), of the same type */
-        if ((tfd = tier_resolve_path (&m, "--tier-stage-in", target,
-                                      is_dir ? TIER_RESOLVE_DIR : 0,
-                                      error)) < 0) {
+         * job with set-user-ID binaries would give root), of the same type */
+        if ((tfd = ns_resolve_path (&m, "--tier-stage-in", target,
+                                    is_dir ? TIER_RESOLVE_DIR : 0,
+                                    error)) < 0) {
             close (sfd);
             rc = -1;
             break;
@@ -310,8 +311,8 @@ out:
     return rc;
 }
 
-int tier_stageout_item (const char *item, char *dir, size_t dirsize,
-                        char *url, size_t urlsize)
+int stage_out_item (const char *item, char *dir, size_t dirsize,
+                    char *url, size_t urlsize)
 {
     char raw[2 * PATH_MAX];
     uint64_t size;
@@ -343,9 +344,9 @@ static int out_url_check (const char *url, tier_error_t *error)
     return 0;
 }
 
-int tier_stageout_list (const char *option, const char *policy_dirs,
-                        const struct tier_pattern_ctx *ctx, char *out,
-                        size_t size, tier_error_t *error)
+int stage_out_dirs (const char *option, const char *policy_dirs,
+                    const struct tier_pattern_ctx *ctx, char *out,
+                    size_t size, tier_error_t *error)
 {
     char item[PATH_MAX + 64], exp[2 * PATH_MAX], esc[4 * PATH_MAX];
     const char *lists[2] = { option, policy_dirs };
@@ -365,7 +366,7 @@ int tier_stageout_list (const char *option, const char *policy_dirs,
                                        "invalid", item);
             if (l == 0) {
                 tier_error_t e;
-                if (tier_pattern_expand (raw, ctx, exp, sizeof (exp), &e) < 0)
+                if (opts_pattern_expand (raw, ctx, exp, sizeof (exp), &e) < 0)
                     return tier_errprintf (error, "--tier-stage-out: %s",
                                            e.text);
             }
@@ -399,8 +400,8 @@ int tier_stageout_list (const char *option, const char *policy_dirs,
                 const char *q = out;
                 char have[PATH_MAX + 64], hdir[PATH_MAX], hurl[PATH_MAX];
                 while ((q = tier_list_next (q, have, sizeof (have))))
-                    if (tier_stageout_item (have, hdir, sizeof (hdir), hurl,
-                                            sizeof (hurl)) == 0
+                    if (stage_out_item (have, hdir, sizeof (hdir), hurl,
+                                        sizeof (hurl)) == 0
                         && !strcmp (hdir, norm))
                         dup = true;
             }
@@ -424,9 +425,9 @@ int tier_stageout_list (const char *option, const char *policy_dirs,
     return 0;
 }
 
-int tier_stageout_start (const struct tier_conf *conf, uint32_t job_id,
-                         uint32_t restart, const char *list,
-                         tier_error_t *error)
+int stage_out_start (const struct tier_conf *conf, uint32_t job_id,
+                     uint32_t restart, const char *list,
+                     tier_error_t *error)
 {
     static char body[TIER_OPT_VALUE_MAX * 2];
     char item[PATH_MAX + 64], dir[PATH_MAX], url[PATH_MAX], *reply = NULL;
@@ -440,21 +441,21 @@ int tier_stageout_start (const struct tier_conf *conf, uint32_t job_id,
     tier_jw_uint (&w, "restart", restart);
     tier_jw_arr_begin (&w, "dirs");
     for (p = list; (p = tier_list_next (p, item, sizeof (item)));)
-        if (tier_stageout_item (item, dir, sizeof (dir), url,
-                                sizeof (url)) == 0)
+        if (stage_out_item (item, dir, sizeof (dir), url,
+                            sizeof (url)) == 0)
             tier_jw_str (&w, NULL, dir);
     tier_jw_arr_end (&w);
     /* urls[K]: where the files of dirs[K] go; "" for the GFS itself */
     tier_jw_arr_begin (&w, "urls");
     for (p = list; (p = tier_list_next (p, item, sizeof (item)));)
-        if (tier_stageout_item (item, dir, sizeof (dir), url,
-                                sizeof (url)) == 0)
+        if (stage_out_item (item, dir, sizeof (dir), url,
+                            sizeof (url)) == 0)
             tier_jw_str (&w, NULL, url);
     tier_jw_arr_end (&w);
     if (tier_jw_finish (&w) < 0)
         return tier_errprintf (error, "stage-out request too large");
-    rc = tier_agent_call (conf, body, &reply, (int) conf->agent_timeout_ms,
-                          error);
+    rc = spawn_call (conf, body, &reply, (int) conf->agent_timeout_ms,
+                     error);
     free (reply);
     return rc;
 }
@@ -481,9 +482,9 @@ static void first_failure (const char *reply, size_t len, char *out,
             *p = '?';
 }
 
-int tier_stageout_sync (const struct tier_conf *conf, uint32_t job_id,
-                        int64_t timeout_ms, bool end,
-                        struct tier_stageout_left *left, tier_error_t *error)
+int stage_out_sync (const struct tier_conf *conf, uint32_t job_id,
+                    int64_t timeout_ms, bool end,
+                    struct tier_stageout_left *left, tier_error_t *error)
 {
     char body[256], *reply = NULL;
     int64_t v;
@@ -495,9 +496,9 @@ int tier_stageout_sync (const struct tier_conf *conf, uint32_t job_id,
                      "\"end\":%s}", job_id, (long long) timeout_ms,
                      timeout_ms > 0 ? "true" : "false",
                      end ? "true" : "false");
-    rc = tier_agent_call (conf, body, &reply,
-                          (int) (timeout_ms + (int64_t) conf->agent_timeout_ms),
-                          error);
+    rc = spawn_call (conf, body, &reply,
+                     (int) (timeout_ms + (int64_t) conf->agent_timeout_ms),
+                     error);
     if (rc == 0) {
         size_t len = strlen (reply);
         if (tier_jr_get_int (reply, len, "pending", &v) == 0)

@@ -17,8 +17,8 @@
 #define TIER_STAGE_ITEMS_MAX 64
 
 /* Expand the --tier-stage-in list for this job; returns the count. */
-int tier_stage_expand (const char *list, const struct tier_pattern_ctx *ctx,
-                       char items[][PATH_MAX], int max, tier_error_t *error);
+int stage_expand (const char *list, const struct tier_pattern_ctx *ctx,
+                  char items[][PATH_MAX], int max, tier_error_t *error);
 
 /* Where the agent stages a job's items on the node: the copy of
  * items[i] is in NvdimmDir/JOBID/stage/index[i]/, and the job's stage-in
@@ -33,25 +33,26 @@ struct tier_stage_plan {
 /* Ask the node's agent to copy the items (once per job and item: what a
  * request adds is staged as another part); plan (may be NULL) gets its
  * answer. */
-int tier_stage_start (const struct tier_conf *conf, uint32_t job_id,
-                      uid_t uid, gid_t gid, char items[][PATH_MAX], int n,
-                      struct tier_stage_plan *plan, tier_error_t *error);
+int stage_start (const struct tier_conf *conf, uint32_t job_id,
+                 uid_t uid, gid_t gid, char items[][PATH_MAX], int n,
+                 struct tier_stage_plan *plan, tier_error_t *error);
 
 /* Wait until the copies of every part are done (progress every 10 s when
  * report), up to StageInTimeout, or until gone(job_id) says the job was
  * cancelled (asked every 3 s).  -1 with the failure (naming the path)
  * otherwise.
  */
-int tier_stage_wait (const struct tier_conf *conf, uint32_t job_id,
-                     int parts, bool report, bool (*gone) (uint32_t job_id),
-                     tier_error_t *error);
+int stage_wait (const struct tier_conf *conf, uint32_t job_id,
+                int parts, bool report, bool (*gone) (uint32_t job_id),
+                tier_error_t *error);
 
 /* Bind the copies read-only over their paths, once per job and node (the
- * caller is in the job's namespace).
+ * caller is in the job's namespace; each target is resolved with the
+ * credentials of sp's job, ns_job_cred).
  */
-int tier_stage_bind (const struct tier_conf *conf, uint32_t job_id,
-                     uid_t uid, gid_t gid, char items[][PATH_MAX],
-                     const int *index, int n, tier_error_t *error);
+int stage_bind (spank_t sp, const struct tier_conf *conf, uint32_t job_id,
+                char items[][PATH_MAX], const int *index, int n,
+                tier_error_t *error);
 
 /* Stage-out: the list of the job's output directories on this node --
  * the --tier-stage-out items expanded for this job (DIR or DIR=URL, the
@@ -59,22 +60,22 @@ int tier_stage_bind (const struct tier_conf *conf, uint32_t job_id,
  * (policy_dirs, as the agent sent it), each directory normalised and
  * once -- as a ',' list with '\' escapes.  -1 with the failure.
  */
-int tier_stageout_list (const char *option, const char *policy_dirs,
-                        const struct tier_pattern_ctx *ctx, char *out,
-                        size_t size, tier_error_t *error);
+int stage_out_dirs (const char *option, const char *policy_dirs,
+                    const struct tier_pattern_ctx *ctx, char *out,
+                    size_t size, tier_error_t *error);
 
 /* One item of that list: the GFS directory into dir, and the URL its
  * files go to into url ("" when they go to the directory itself).
  * Returns 0, or -1 with errno set.
  */
-int tier_stageout_item (const char *item, char *dir, size_t dirsize,
-                        char *url, size_t urlsize);
+int stage_out_item (const char *item, char *dir, size_t dirsize,
+                    char *url, size_t urlsize);
 
 /* Start the job's migrator on this node (its output overlays are
  * mounted). */
-int tier_stageout_start (const struct tier_conf *conf, uint32_t job_id,
-                         uint32_t restart, const char *list,
-                         tier_error_t *error);
+int stage_out_start (const struct tier_conf *conf, uint32_t job_id,
+                     uint32_t restart, const char *list,
+                     tier_error_t *error);
 
 /* Publish what the outputs hold now; wait up to timeout_ms for every
  * output to reach the GFS (0: do not wait).  With end (the epilog), the
@@ -88,8 +89,8 @@ struct tier_stageout_left {
                                  * failed (cut, no control characters), or
                                  * "" */
 };
-int tier_stageout_sync (const struct tier_conf *conf, uint32_t job_id,
-                        int64_t timeout_ms, bool end,
-                        struct tier_stageout_left *left, tier_error_t *error);
+int stage_out_sync (const struct tier_conf *conf, uint32_t job_id,
+                    int64_t timeout_ms, bool end,
+                    struct tier_stageout_left *left, tier_error_t *error);
 
 #endif /* !TIER_SPANK_STAGE_H */

@@ -47,8 +47,8 @@ static bool is_array_long (const char *name, size_t len)
     return len >= 3 && len <= 5 && !strncmp (name, "array", len);
 }
 
-int tier_sbatch_argv_array (int argc, char *const argv[], int *script,
-                            int *wrap)
+int submit_argv_array (int argc, char *const argv[], int *script,
+                       int *wrap)
 {
     int array = 0;
 
@@ -121,7 +121,7 @@ static int line_has_array (const char *p, const char *end)
     return 0;
 }
 
-int tier_sbatch_script_array (const char *text, size_t len)
+int submit_script_array (const char *text, size_t len)
 {
     const char *p = text, *end = text + len;
     bool first = true;
@@ -148,7 +148,7 @@ int tier_sbatch_script_array (const char *text, size_t len)
     return 0;
 }
 
-int tier_self_argv (char **bufp, char ***argvp)
+int submit_self_argv (char **bufp, char ***argvp)
 {
     char *buf = NULL, **argv = NULL;
     size_t len = 0, cap = 0;
@@ -197,7 +197,7 @@ error:
     return -1;
 }
 
-int tier_submit_is_array (void)
+int submit_is_array (void)
 {
     const char *inx = getenv ("SBATCH_ARRAY_INX");
     char *buf = NULL, **argv = NULL;
@@ -205,9 +205,9 @@ int tier_submit_is_array (void)
 
     if (inx && *inx)
         return 1;
-    if ((argc = tier_self_argv (&buf, &argv)) < 0)
+    if ((argc = submit_self_argv (&buf, &argv)) < 0)
         return -1;
-    rc = tier_sbatch_argv_array (argc, argv, &script, &wrap);
+    rc = submit_argv_array (argc, argv, &script, &wrap);
     if (rc == 0) {
         if (script > 0) {
             int fd = open (argv[script], O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -217,7 +217,7 @@ int tier_submit_is_array (void)
             rc = -1;
             if (fd >= 0 && (text = malloc (SCRIPT_SCAN_MAX))) {
                 if ((n = read (fd, text, SCRIPT_SCAN_MAX)) >= 0)
-                    rc = tier_sbatch_script_array (text, n);
+                    rc = submit_script_array (text, n);
                 free (text);
             }
             if (fd >= 0)
@@ -261,7 +261,7 @@ static long words_nodes (int argc, char *const argv[])
     return n;
 }
 
-long tier_submit_nodes (void)
+long submit_nodes (void)
 {
     const char *env = getenv ("SBATCH_NNODES");
     char *buf = NULL, **argv = NULL;
@@ -270,11 +270,11 @@ long tier_submit_nodes (void)
 
     if (env)
         n = min_nodes (env);
-    if ((argc = tier_self_argv (&buf, &argv)) > 0) {
+    if ((argc = submit_self_argv (&buf, &argv)) > 0) {
         int script, wrap;
         long m;
 
-        (void) tier_sbatch_argv_array (argc, argv, &script, &wrap);
+        (void) submit_argv_array (argc, argv, &script, &wrap);
         /* the submit command's own options, before the script */
         if ((m = words_nodes (script > 0 ? script : argc, argv)) > 0)
             n = m;

@@ -13,25 +13,25 @@
  * is given, 0 if not.  *script is set to the index of the batch script
  * argument (0 if none: --wrap or stdin).  *wrap is set if --wrap is given.
  */
-int tier_sbatch_argv_array (int argc, char *const argv[], int *script,
-                            int *wrap);
+int submit_argv_array (int argc, char *const argv[], int *script,
+                       int *wrap);
 
 /* Scan a batch script's #SBATCH lines (those before the first command, as
  * sbatch reads them).  Returns 1 if one gives --array/-a, else 0.
  */
-int tier_sbatch_script_array (const char *text, size_t len);
+int submit_script_array (const char *text, size_t len);
 
 /* Read /proc/self/cmdline into a NUL-separated argv.  Returns argc, or -1.
  * *buf must be freed.
  */
-int tier_self_argv (char **buf, char ***argv);
+int submit_self_argv (char **buf, char ***argv);
 
 /* 1 = an array job, 0 = not, -1 = cannot tell (script on stdin). */
-int tier_submit_is_array (void);
+int submit_is_array (void);
 
 /* The (minimum) node count asked for at submit: -N/--nodes on the
  * command line, in #SBATCH lines, or SBATCH_NNODES; 0 if none.
  */
-long tier_submit_nodes (void);
+long submit_nodes (void);
 
 #endif /* !TIER_SPANK_SUBMIT_H */

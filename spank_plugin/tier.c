@@ -75,7 +75,7 @@ struct tier_plugin tier = { 0 };
 static int store_list (char *slot, const char *option, const char *value,
                        int flags, tier_error_t *error)
 {
-    if (tier_opt_list_check (option, value, flags, NULL, error) < 0)
+    if (opts_list_check (option, value, flags, NULL, error) < 0)
         return -1;
     (void) snprintf (slot, TIER_OPT_VALUE_MAX, "%s", value);
     return 0;
@@ -93,10 +93,10 @@ static int opt_cb (int val, const char *optarg, int remote)
 
     switch (val) {
         case OPT_CACHE:
-            rc = tier_opt_cache_parse (optarg, &tier.opts.cache, &error);
+            rc = opts_cache_parse (optarg, &tier.opts.cache, &error);
             break;
         case OPT_KEEP:
-            rc = tier_opt_keep_parse (optarg, &tier.opts.keep, &error);
+            rc = opts_keep_parse (optarg, &tier.opts.keep, &error);
             break;
         case OPT_BATCH:
             rc = store_list (tier.opts.batch, "--tier-batch", optarg, 0,
@@ -139,7 +139,7 @@ enum tier_cache_mode tier_effective_mode (void)
 {
     if (tier.opts.cache != TIER_CACHE_UNSET)
         return tier.opts.cache;
-    if (tier_opts_any (&tier.opts))
+    if (opts_any (&tier.opts))
         return TIER_CACHE_AUTO;
     return tier.args.default_mode;
 }
@@ -162,7 +162,7 @@ int slurm_spank_init (spank_t sp, int ac, char **av)
     tier_error_t error;
     spank_context_t ctx = spank_context ();
 
-    if (tier_args_parse (ac, av, &tier.args, &error) < 0) {
+    if (args_parse (ac, av, &tier.args, &error) < 0) {
         /* A configuration error of the site: loud in every context.  In
          * slurmd and slurmstepd returning -1 would drain the node, so
          * there the plugin disables itself instead.
@@ -189,22 +189,22 @@ int slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
     int is_array;
 
     if (ctx == S_CTX_REMOTE)
-        return tier_remote_init_post_opt (sp);
+        return remote_init_post_opt (sp);
     if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR)
         return 0;
-    if (!tier_opts_any (&tier.opts) && tier.opts.cache == TIER_CACHE_UNSET)
+    if (!opts_any (&tier.opts) && tier.opts.cache == TIER_CACHE_UNSET)
         return 0;
     if (ctx == S_CTX_ALLOCATOR)
-        is_array = tier_submit_is_array ();
+        is_array = submit_is_array ();
     else
         is_array = getenv ("SLURM_ARRAY_TASK_ID") ? 1 : 0;
-    if (tier_opts_check (&tier.opts, is_array, &error) < 0) {
+    if (opts_check (&tier.opts, is_array, &error) < 0) {
         slurm_error ("tier: %s", error.text);
         return -1;
     }
     /* pipeline views are per node: say so for multi-node jobs */
     if (tier.opts.scratch[0]) {
-        long nodes = tier_submit_nodes ();
+        long nodes = submit_nodes ();
         const char *nn = getenv ("SLURM_NNODES");
         if (ctx == S_CTX_LOCAL && nodes == 0 && nn)
             nodes = strtol (nn, NULL, 10);
@@ -227,8 +227,8 @@ static bool listed (const char *list, const char *dir)
 
     if (tier_path_normalize (dir, b, sizeof (b)) < 0)
         return false;
-    while ((p = tier_opt_next_item (p, item, sizeof (item))))
-        if (tier_opt_split_size (item, d, sizeof (d), &size, &e) == 0
+    while ((p = opts_next_item (p, item, sizeof (item))))
+        if (opts_split_size (item, d, sizeof (d), &size, &e) == 0
             && tier_path_normalize (d, a, sizeof (a)) == 0 && !strcmp (a, b))
             return true;
     return false;
@@ -249,8 +249,8 @@ static void warn_cwd (void)
 
     if (!getcwd (cwd, sizeof (cwd)))
         return;
-    while ((p = tier_opt_next_item (p, item, sizeof (item))))
-        if (tier_opt_split_size (item, dir, sizeof (dir), &size, &e) == 0
+    while ((p = opts_next_item (p, item, sizeof (item))))
+        if (opts_split_size (item, dir, sizeof (dir), &size, &e) == 0
             && tier_path_normalize (dir, norm, sizeof (norm)) == 0
             && tier_path_under (cwd, norm)) {
             slurm_spank_log ("tier: warning: the working directory %s lies "
@@ -296,9 +296,9 @@ int slurm_spank_task_init (spank_t sp, int ac, char **av)
     if (spank_getenv (sp, "SLURM_JOB_NUM_NODES", env, sizeof (env))
         != ESPANK_SUCCESS || (nodes = strtol (env, NULL, 10)) < 2)
         return 0;
-    while ((p = tier_opt_next_item (p, item, sizeof (item)))) {
+    while ((p = opts_next_item (p, item, sizeof (item)))) {
         int n;
-        if (tier_opt_split_size (item, dir, sizeof (dir), &size, &e) < 0
+        if (opts_split_size (item, dir, sizeof (dir), &size, &e) < 0
             || listed (tier.scratch_opt, dir))
             continue;
         n = snprintf (dirs + o, sizeof (dirs) - o, "%s%s", o ? ", " : "",
@@ -428,10 +428,10 @@ static void prolog_stage_in (const struct tier_conf *conf, uint32_t job_id,
         (void) snprintf (user, sizeof (user), "%s", pw.pw_name);
     ctx.job_name = name;
     ctx.user = user;
-    if ((n = tier_stage_expand (tier.opts.stage_in, &ctx, items,
-                                TIER_STAGE_ITEMS_MAX, &error)) < 0
-        || tier_stage_start (conf, job_id, uid, gid, items, n, NULL,
-                             &error) < 0)
+    if ((n = stage_expand (tier.opts.stage_in, &ctx, items,
+                           TIER_STAGE_ITEMS_MAX, &error)) < 0
+        || stage_start (conf, job_id, uid, gid, items, n, NULL,
+                        &error) < 0)
         slurm_error ("tier: prolog of job %u: stage-in: %s", job_id,
                      error.text);
 }
@@ -446,29 +446,29 @@ int slurm_spank_job_prolog (spank_t sp, int ac, char **av)
     tier_error_t error;
     struct tier_conf *conf;
 
-    if (tier_args_parse (ac, av, &tier.args, &error) < 0) {
+    if (args_parse (ac, av, &tier.args, &error) < 0) {
         slurm_error ("tier: %s", error.text);
         return 0;
     }
     getopt_all (sp);
     if (tier_effective_mode () == TIER_CACHE_OFF)
         return 0;
-    if (!(conf = tier_load_conf (&error))) {
+    if (!(conf = remote_load_conf (&error))) {
         slurm_error ("tier: prolog: %s", error.text);
         return 0;
     }
     if (conf->enabled
-        && tier_agent_ensure (conf, tier.conf_path, conf->node, 5000,
-                              &error) < 0)
+        && spawn_ensure (conf, tier.conf_path, conf->node, 5000,
+                         &error) < 0)
         slurm_error ("tier: prolog: %s", error.text);
-    if (conf->enabled && tier_ns_wanted ()) {
+    if (conf->enabled && ns_wanted ()) {
         uint32_t job_id = 0;
         uid_t uid = 0;
         gid_t gid = 0;
         if (spank_get_item (sp, S_JOB_ID, &job_id) == ESPANK_SUCCESS
             && spank_get_item (sp, S_JOB_UID, &uid) == ESPANK_SUCCESS
             && spank_get_item (sp, S_JOB_GID, &gid) == ESPANK_SUCCESS) {
-            if (tier_ns_prolog (conf, job_id, uid, &error) < 0)
+            if (ns_prolog (conf, job_id, uid, &error) < 0)
                 slurm_error ("tier: prolog of job %u: %s", job_id,
                              error.text);
             else if (tier.opts.stage_in[0])
@@ -512,7 +512,7 @@ void tier_admin_comment (uint32_t job_id, const char *node,
  * answers once it is written).  What is left is kept and retried by the
  * agent, and shown in the job record (AdminComment) while Slurm keeps it.
  */
-static void stage_out_job_end (const struct tier_conf *conf, uint32_t job_id)
+static void sync_outputs_end (const struct tier_conf *conf, uint32_t job_id)
 {
     static char list[TIER_OPT_VALUE_MAX];
     struct tier_stageout_left left;
@@ -521,9 +521,9 @@ static void stage_out_job_end (const struct tier_conf *conf, uint32_t job_id)
     if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_STAGEOUT, list,
                       sizeof (list)) < 0 || !list[0])
         return;
-    if (tier_stageout_sync (conf, job_id,
-                            (int64_t) conf->stage_out_timeout * 1000, true,
-                            &left, &error) < 0) {
+    if (stage_out_sync (conf, job_id,
+                        (int64_t) conf->stage_out_timeout * 1000, true,
+                        &left, &error) < 0) {
         slurm_error ("tier: epilog of job %u: stage-out: %s", job_id,
                      error.text);
         return;
@@ -551,14 +551,14 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
     uint32_t job_id = 0;
     char body[512], *reply = NULL;
 
-    if (tier_args_parse (ac, av, &tier.args, &error) < 0)
+    if (args_parse (ac, av, &tier.args, &error) < 0)
         return 0;
     getopt_all (sp);
     if (tier_effective_mode () == TIER_CACHE_OFF)
         return 0;
     if (spank_get_item (sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS)
         return 0;
-    if (!(conf = tier_load_conf (&error))) {
+    if (!(conf = remote_load_conf (&error))) {
         slurm_error ("tier: epilog: %s", error.text);
         return 0;
     }
@@ -568,24 +568,20 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
         struct tier_scratch_stats st = { 0 };
         char r[32], name[32];
         uint32_t restart = 0;
-        uid_t uid = 0;
-        gid_t gid = 0;
 
         /* this run of the job (a requeued one keeps beside the first) */
         if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_RESTART, r,
                           sizeof (r)) == 0)
             restart = (uint32_t) strtoul (r, NULL, 10);
-        tier_keep_name (job_id, restart, name, sizeof (name));
+        keep_name (job_id, restart, name, sizeof (name));
 
         /* the directories mounted, each with the keep= of its frozen
          * policy; --tier-keep for those without */
-        if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_SCRATCH, scratch,
-                          sizeof (scratch)) == 0 && scratch[0]
-            && spank_get_item (sp, S_JOB_UID, &uid) == ESPANK_SUCCESS
-            && spank_get_item (sp, S_JOB_GID, &gid) == ESPANK_SUCCESS) {
-            if (tier_scratch_finish (conf, job_id, restart, uid, gid,
-                                     scratch, tier.opts.keep,
-                                     tier_job_failed, &st, &error) < 0)
+        if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_SCRATCH,
+                          scratch, sizeof (scratch)) == 0 && scratch[0]) {
+            if (keep_scratch_finish (sp, conf, job_id, restart, scratch,
+                                     tier.opts.keep, tier_job_failed, &st,
+                                     &error) < 0)
                 slurm_error ("tier: epilog of job %u: %s", job_id,
                              error.text);
             if (st.kept_dirs)
@@ -607,16 +603,16 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
                          (unsigned long long) st.kept_bytes);
     }
 
-    stage_out_job_end (conf, job_id);
-    if (tier_agent_call (conf, body, &reply, (int) conf->agent_timeout_ms,
-                         &error) < 0) {
+    sync_outputs_end (conf, job_id);
+    if (spawn_call (conf, body, &reply, (int) conf->agent_timeout_ms,
+                    &error) < 0) {
         if (errno == ENOENT && strstr (error.text, "not registered"))
             ;                           /* never reached this node's agent */
         else if (conf->enabled
-                 && tier_agent_ensure (conf, tier.conf_path, conf->node,
-                                       5000, &error) == 0)
-            (void) tier_agent_call (conf, body, &reply,
-                                    (int) conf->agent_timeout_ms, &error);
+                 && spawn_ensure (conf, tier.conf_path, conf->node,
+                                  5000, &error) == 0)
+            (void) spawn_call (conf, body, &reply,
+                               (int) conf->agent_timeout_ms, &error);
         else
             slurm_error ("tier: epilog of job %u: %s", job_id, error.text);
     }

@@ -27,7 +27,7 @@ struct tier_plugin {
 
     /* REMOTE: this step on this node */
     struct tier_conf *conf;     /* tier.conf, loaded as root */
-    char conf_path[PATH_MAX];   /* conf= with %n expanded (tier_load_conf) */
+    char conf_path[PATH_MAX];   /* conf= with %n expanded (remote_load_conf) */
     int wanted;                 /* the job asked for tier */
     int agent_ok;               /* registered with the node's agent */
     char agent_error[600];      /* why not, for the user */
@@ -68,21 +68,21 @@ extern struct tier_plugin tier;
 enum tier_cache_mode tier_effective_mode (void);
 
 /* remote.c: slurmstepd */
-int tier_remote_init_post_opt (spank_t sp);
+int remote_init_post_opt (spank_t sp);
 struct tier_stageout_left;
 void tier_admin_comment (uint32_t job_id, const char *node,
                          const struct tier_stageout_left *left);
-struct tier_conf *tier_load_conf (tier_error_t *error);
+struct tier_conf *remote_load_conf (tier_error_t *error);
 
 bool tier_job_failed (uint32_t job_id);
 bool tier_job_gone (uint32_t job_id);
 uint32_t tier_job_restarts (uint32_t job_id);
 
 /* ns.c: the job's mount namespace */
-bool tier_ns_wanted (void);
-int tier_ns_prolog (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
-                    tier_error_t *error);
-int tier_ns_setup (spank_t sp, tier_error_t *error);
-int tier_ns_join (tier_error_t *error);
+bool ns_wanted (void);
+int ns_prolog (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
+               tier_error_t *error);
+int ns_setup (spank_t sp, tier_error_t *error);
+int ns_join (tier_error_t *error);
 
 #endif /* !TIER_SPANK_TIER_H */

@@ -60,22 +60,22 @@ static void value_checks (const char *s, const uint8_t *params,
     int rc;
 
     CHECK (out);
-    if (tier_opt_cache_parse (s, &mode, &error) == 0)
-        CHECK (!strcmp (tier_opt_cache_name (mode), s));
+    if (opts_cache_parse (s, &mode, &error) == 0)
+        CHECK (!strcmp (opts_cache_name (mode), s));
     else
         check_error (&error);
-    if (tier_opt_keep_parse (s, &keep, &error) == 0)
-        CHECK (!strcmp (tier_opt_keep_name (keep), s));
+    if (opts_keep_parse (s, &keep, &error) == 0)
+        CHECK (!strcmp (opts_keep_name (keep), s));
     else
         check_error (&error);
 
-    rc = tier_opt_list_check ("--tier-fuzz", s, params[0] & 15, &uses_array,
-                              &error);
+    rc = opts_list_check ("--tier-fuzz", s, params[0] & 15, &uses_array,
+                          &error);
     if (rc < 0) {
         check_error (&error);
         CHECK (!strncmp (error.text, "--tier-fuzz", 11));
     }
-    if (tier_pattern_check (s, &uses_array, &error) < 0)
+    if (opts_pattern_check (s, &uses_array, &error) < 0)
         check_error (&error);
     else {
         struct tier_pattern_ctx ctx = {
@@ -88,7 +88,7 @@ static void value_checks (const char *s, const uint8_t *params,
             .node_name = npieces > 3 ? pieces[3] : "n1",
             .node_index = params[0] >> 4,
         };
-        if (tier_pattern_expand (s, &ctx, out, outsize, &error) == 0)
+        if (opts_pattern_expand (s, &ctx, out, outsize, &error) == 0)
             CHECK (strlen (out) < outsize);
         else
             check_error (&error);
@@ -139,9 +139,9 @@ static void value_checks (const char *s, const uint8_t *params,
         int n = 0;
 
         CHECK (item && dir);
-        while ((p = tier_opt_next_item (p, item, itemsize)) && n++ < 100) {
+        while ((p = opts_next_item (p, item, itemsize)) && n++ < 100) {
             CHECK (strlen (item) < itemsize);
-            if (tier_opt_split_size (item, dir, dirsize, &u, &error) == 0)
+            if (opts_split_size (item, dir, dirsize, &u, &error) == 0)
                 CHECK (strlen (dir) < dirsize);
             else
                 check_error (&error);
@@ -206,7 +206,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     int npieces = 0, script, wrap;
 
     /* the raw bytes as a batch script (no NUL at the end) */
-    (void) tier_sbatch_script_array ((const char *) data, size);
+    (void) submit_script_array ((const char *) data, size);
 
     if (size >= 2) {
         memcpy (params, data, 2);
@@ -228,9 +228,9 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     for (int i = 0; i < npieces; i++)
         argv[i + 1] = (char *) pieces[i];
     argv[npieces + 1] = NULL;
-    (void) tier_sbatch_argv_array (npieces + 1, argv, &script, &wrap);
+    (void) submit_argv_array (npieces + 1, argv, &script, &wrap);
     CHECK (script >= 0 && script <= npieces);
-    if (tier_args_parse (npieces, argv + 1, &args, &error) < 0)
+    if (args_parse (npieces, argv + 1, &args, &error) < 0)
         check_error (&error);
 
     /* the whole option set, as the node checks it */
@@ -243,9 +243,9 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         for (int i = 0; i < 4 && i < npieces; i++)
             snprintf (fields[i], TIER_OPT_VALUE_MAX, "%s", pieces[i]);
     }
-    if (tier_opts_check (&opts, (int) (params[1] % 3) - 1, &error) < 0)
+    if (opts_check (&opts, (int) (params[1] % 3) - 1, &error) < 0)
         check_error (&error);
-    (void) tier_opts_any (&opts);
+    (void) opts_any (&opts);
     free (copy);
     return 0;
 }

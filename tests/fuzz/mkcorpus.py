@@ -153,11 +153,12 @@ def rpc(*reqs):
 
 REG = (b'{"op":"job.register","job_id":5,"restart":0,"batch_id":4,'
        b'"array_task_id":1,"uid":4242,"gid":4242,"user":"alice",'
-       b'"options":{"cache":"auto","scratch":"/gfs/run:16M",'
+       b'"groups":[4242,100],"options":{"cache":"auto","scratch":"/gfs/run:16M",'
        b'"batch":"/gfs/db","stage_out":"/gfs/out","keep":"on-failure"},'
        b'"scratch_reserve":16777216}')
 REG_NOBODY = (b'{"op":"job.register","job_id":9,"uid":65534,"gid":65534,'
-              b'"user":"nobody","options":{"cache":"required"}}')
+              b'"user":"nobody","groups":[],'
+              b'"options":{"cache":"required"}}')
 put("rpc", [
     rpc((ROOT, b'{"op":"ping"}'), (USER, b'{"op":"status"}')),
     rpc((ROOT, REG), (USER, b'{"op":"jobs"}'),
@@ -200,5 +201,7 @@ put("rpc", [
         (ROOT, b'{"op":"job.show","job_id":"x"}'),
         (ROOT, b'{"op":"job.register","job_id":4294967295,"uid":0,'
                b'"gid":0,"user":"../x"}'),
+        (ROOT, b'{"op":"job.register","job_id":6,"uid":4242,"gid":4242,'
+               b'"user":"alice","groups":[4294967295,-1,"x"]}'),
         (USER | 0x3c, b'{"op":"ping"}')),
 ])

@@ -25,7 +25,7 @@ static void expect_list_error (const char *opt, const char *value, int flags,
 {
     tier_error_t error = { { 0 } };
 
-    if (tier_opt_list_check (opt, value, flags, NULL, &error) != -1)
+    if (opts_list_check (opt, value, flags, NULL, &error) != -1)
         fail_msg ("'%.40s' was accepted", value);
     if (!strstr (error.text, msg))
         fail_msg ("'%.40s': expected '%s' in '%s'", value, msg, error.text);
@@ -40,20 +40,20 @@ static void test_words (void **state)
     enum tier_keep k;
     tier_error_t error;
 
-    assert_int_equal (tier_opt_cache_parse ("auto", &m, &error), 0);
+    assert_int_equal (opts_cache_parse ("auto", &m, &error), 0);
     assert_int_equal (m, TIER_CACHE_AUTO);
-    assert_int_equal (tier_opt_cache_parse ("required", &m, &error), 0);
+    assert_int_equal (opts_cache_parse ("required", &m, &error), 0);
     assert_int_equal (m, TIER_CACHE_REQUIRED);
-    assert_int_equal (tier_opt_cache_parse ("off", &m, &error), 0);
+    assert_int_equal (opts_cache_parse ("off", &m, &error), 0);
     assert_int_equal (m, TIER_CACHE_OFF);
-    assert_int_equal (tier_opt_cache_parse ("bogus", &m, &error), -1);
+    assert_int_equal (opts_cache_parse ("bogus", &m, &error), -1);
     assert_string_equal (error.text, "--tier-cache: 'bogus' is not one of "
                          "auto, required, off");
-    assert_int_equal (tier_opt_cache_parse ("AUTO", &m, &error), -1);
-    assert_int_equal (tier_opt_cache_parse ("", &m, &error), -1);
-    assert_int_equal (tier_opt_keep_parse ("on-failure", &k, &error), 0);
+    assert_int_equal (opts_cache_parse ("AUTO", &m, &error), -1);
+    assert_int_equal (opts_cache_parse ("", &m, &error), -1);
+    assert_int_equal (opts_keep_parse ("on-failure", &k, &error), 0);
     assert_int_equal (k, TIER_KEEP_ON_FAILURE);
-    assert_int_equal (tier_opt_keep_parse ("sometimes", &k, &error), -1);
+    assert_int_equal (opts_keep_parse ("sometimes", &k, &error), -1);
     assert_non_null (strstr (error.text, "--tier-keep"));
     /* a hostile value is clipped and control characters replaced */
     {
@@ -61,7 +61,7 @@ static void test_words (void **state)
         memset (big, 'x', sizeof (big) - 1);
         big[sizeof (big) - 1] = '\0';
         big[3] = '\n';
-        assert_int_equal (tier_opt_cache_parse (big, &m, &error), -1);
+        assert_int_equal (opts_cache_parse (big, &m, &error), -1);
         assert_null (strchr (error.text, '\n'));
         assert_true (strlen (error.text) < 200);
     }
@@ -72,16 +72,16 @@ static void test_lists (void **state)
     tier_error_t error;
     bool a = false;
 
-    assert_int_equal (tier_opt_list_check ("--tier-batch", "/gfs/db", 0,
-                                           NULL, &error), 0);
-    assert_int_equal (tier_opt_list_check ("--tier-batch", "/gfs/db,/gfs/x/",
-                                           0, NULL, &error), 0);
-    assert_int_equal (tier_opt_list_check ("--tier-scratch",
-                                           "/gfs/run:16G,/gfs/t", TIER_ITEM_SIZE,
-                                           NULL, &error), 0);
-    assert_int_equal (tier_opt_list_check ("--tier-stage-in",
-                                           "/gfs/q/q%a.fa,/gfs/%u/%4j_%%",
-                                           TIER_ITEM_PATTERNS, &a, &error), 0);
+    assert_int_equal (opts_list_check ("--tier-batch", "/gfs/db", 0,
+                                       NULL, &error), 0);
+    assert_int_equal (opts_list_check ("--tier-batch", "/gfs/db,/gfs/x/",
+                                       0, NULL, &error), 0);
+    assert_int_equal (opts_list_check ("--tier-scratch",
+                                       "/gfs/run:16G,/gfs/t", TIER_ITEM_SIZE,
+                                       NULL, &error), 0);
+    assert_int_equal (opts_list_check ("--tier-stage-in",
+                                       "/gfs/q/q%a.fa,/gfs/%u/%4j_%%",
+                                       TIER_ITEM_PATTERNS, &a, &error), 0);
     assert_true (a);
     expect_list_error ("--tier-scratch", "relative/path", TIER_ITEM_SIZE,
                        "'relative/path' is not an absolute path");
@@ -100,8 +100,8 @@ static void test_lists (void **state)
     expect_list_error ("--tier-stage-in", "/gfs/%", TIER_ITEM_PATTERNS,
                        "unknown pattern");
     /* sbatch caps a padding width at 10 */
-    assert_int_equal (tier_opt_list_check ("--tier-stage-in", "/gfs/%123a",
-                                           TIER_ITEM_PATTERNS, NULL, &error),
+    assert_int_equal (opts_list_check ("--tier-stage-in", "/gfs/%123a",
+                                       TIER_ITEM_PATTERNS, NULL, &error),
                       0);
     expect_list_error ("--tier-stage-in", "/gfs/%3%", TIER_ITEM_PATTERNS,
                        "unknown pattern");
@@ -121,8 +121,8 @@ static void test_lists (void **state)
     }
     /* a backslash: taken literally, as sbatch does */
     a = false;
-    assert_int_equal (tier_opt_list_check ("--tier-stage-in", "/gfs/\\%a",
-                                           TIER_ITEM_PATTERNS, &a, &error), 0);
+    assert_int_equal (opts_list_check ("--tier-stage-in", "/gfs/\\%a",
+                                       TIER_ITEM_PATTERNS, &a, &error), 0);
     assert_false (a);
 }
 
@@ -133,17 +133,17 @@ static void test_url_items (void **state)
     tier_error_t error;
     bool a = false;
 
-    assert_int_equal (tier_opt_list_check ("--tier-stage-in",
-                                           "s3://bkt/q%a.txt=/gfs/in/q%a.txt,"
-                                           "https://127.0.0.1:8443/dav/x%%20y"
-                                           "=/gfs/x,http://h/%u/%j=/gfs/%j,"
-                                           "/gfs/plain", SI, &a, &error), 0);
+    assert_int_equal (opts_list_check ("--tier-stage-in",
+                                       "s3://bkt/q%a.txt=/gfs/in/q%a.txt,"
+                                       "https://127.0.0.1:8443/dav/x%%20y"
+                                       "=/gfs/x,http://h/%u/%j=/gfs/%j,"
+                                       "/gfs/plain", SI, &a, &error), 0);
     assert_true (a);
     /* %a in the URL alone counts too */
     a = false;
-    assert_int_equal (tier_opt_list_check ("--tier-stage-in",
-                                           "s3://bkt/q%3a=/gfs/in/q", SI, &a,
-                                           &error), 0);
+    assert_int_equal (opts_list_check ("--tier-stage-in",
+                                       "s3://bkt/q%3a=/gfs/in/q", SI, &a,
+                                       &error), 0);
     assert_true (a);
     /* no secrets in URLs: no query, no user:password@ */
     expect_list_error ("--tier-stage-in",
@@ -153,14 +153,14 @@ static void test_url_items (void **state)
     assert_null (strstr (error.text, "s3cr3t"));
     {
         tier_error_t e = { { 0 } };
-        assert_int_equal (tier_opt_list_check ("--tier-stage-in",
-                                               "https://al:pw@h/x=/gfs/x",
-                                               SI, NULL, &e), -1);
+        assert_int_equal (opts_list_check ("--tier-stage-in",
+                                           "https://al:pw@h/x=/gfs/x",
+                                           SI, NULL, &e), -1);
         assert_non_null (strstr (e.text, "credentials in the URL"));
         assert_null (strstr (e.text, "pw"));
-        assert_int_equal (tier_opt_list_check ("--tier-stage-in",
-                                               "https://al:pw@h/%q=/gfs/x",
-                                               SI, NULL, &e), -1);
+        assert_int_equal (opts_list_check ("--tier-stage-in",
+                                           "https://al:pw@h/%q=/gfs/x",
+                                           SI, NULL, &e), -1);
         assert_non_null (strstr (e.text, "unknown pattern"));
         assert_null (strstr (e.text, "pw"));
     }
@@ -202,10 +202,10 @@ static void test_url_items (void **state)
         struct tier_opts o;
         memset (&o, 0, sizeof (o));
         strcpy (o.stage_in, "s3://bkt/q%a=/gfs/q");
-        assert_int_equal (tier_opts_check (&o, 0, &error), -1);
+        assert_int_equal (opts_check (&o, 0, &error), -1);
         assert_non_null (strstr (error.text, "not an array job"));
         strcpy (o.stage_in, "https://h/x?q=/gfs/q");
-        assert_int_equal (tier_opts_check (&o, -1, &error), -1);
+        assert_int_equal (opts_check (&o, -1, &error), -1);
         assert_non_null (strstr (error.text, "query string"));
     }
 }
@@ -217,18 +217,18 @@ static void test_url_out_items (void **state)
     tier_error_t error;
     bool a = false;
 
-    assert_int_equal (tier_opt_list_check ("--tier-stage-out",
-                                           "/gfs/out=s3://bkt/out/%a/,"
-                                           "/gfs/o2=https://127.0.0.1:8443/"
-                                           "dav/%u/%j/,/gfs/plain,"
-                                           "/gfs/o3=s3://bkt", SO, &a,
-                                           &error), 0);
+    assert_int_equal (opts_list_check ("--tier-stage-out",
+                                       "/gfs/out=s3://bkt/out/%a/,"
+                                       "/gfs/o2=https://127.0.0.1:8443/"
+                                       "dav/%u/%j/,/gfs/plain,"
+                                       "/gfs/o3=s3://bkt", SO, &a,
+                                       &error), 0);
     assert_true (a);
     /* %a in the URL alone counts */
     a = false;
-    assert_int_equal (tier_opt_list_check ("--tier-stage-out",
-                                           "/gfs/out=s3://bkt/%a/", SO, &a,
-                                           &error), 0);
+    assert_int_equal (opts_list_check ("--tier-stage-out",
+                                       "/gfs/out=s3://bkt/%a/", SO, &a,
+                                       &error), 0);
     assert_true (a);
     /* a prefix: it ends in '/' */
     expect_list_error ("--tier-stage-out", "/gfs/out=s3://bkt/out", SO,
@@ -240,22 +240,22 @@ static void test_url_out_items (void **state)
                        "/gfs/out=https://h/dav/?X-Amz-Signature=s3cr3t", SO,
                        "--tier-stage-out: https://h/dav/?...: a query string "
                        "is not allowed");
-    assert_int_equal (tier_opt_list_check ("--tier-stage-out", "/gfs/out="
-                                           "https://h/o/?X-Amz-Signature="
-                                           "s3cr3t", SO, NULL, &error), -1);
+    assert_int_equal (opts_list_check ("--tier-stage-out", "/gfs/out="
+                                       "https://h/o/?X-Amz-Signature="
+                                       "s3cr3t", SO, NULL, &error), -1);
     assert_null (strstr (error.text, "s3cr3t"));
     expect_list_error ("--tier-stage-out", "/gfs/out=https://al:pw@h/o/", SO,
                        "credentials in the URL");
-    assert_int_equal (tier_opt_list_check ("--tier-stage-out", "/gfs/out="
-                                           "https://al:pw@h/o/", SO, NULL,
-                                           &error), -1);
+    assert_int_equal (opts_list_check ("--tier-stage-out", "/gfs/out="
+                                       "https://al:pw@h/o/", SO, NULL,
+                                       &error), -1);
     assert_null (strstr (error.text, "pw@"));
     /* patterns: a literal '%' is %% */
     expect_list_error ("--tier-stage-out", "/gfs/out=https://h/a%20b/", SO,
                        "unknown pattern");
-    assert_int_equal (tier_opt_list_check ("--tier-stage-out",
-                                           "/gfs/out=https://h/a%%20b/", SO,
-                                           NULL, &error), 0);
+    assert_int_equal (opts_list_check ("--tier-stage-out",
+                                       "/gfs/out=https://h/a%%20b/", SO,
+                                       NULL, &error), 0);
     /* the directory is checked as any other */
     expect_list_error ("--tier-stage-out", "gfs/out=s3://bkt/o/", SO,
                        "is not an absolute path");
@@ -277,13 +277,13 @@ static void test_url_out_items (void **state)
         struct tier_opts o;
         memset (&o, 0, sizeof (o));
         strcpy (o.stage_out, "/gfs/o=s3://bkt/%a/");
-        assert_int_equal (tier_opts_check (&o, 0, &error), -1);
+        assert_int_equal (opts_check (&o, 0, &error), -1);
         assert_non_null (strstr (error.text, "not an array job"));
         strcpy (o.stage_out, "/gfs/o=https://h/o/?q");
-        assert_int_equal (tier_opts_check (&o, -1, &error), -1);
+        assert_int_equal (opts_check (&o, -1, &error), -1);
         assert_non_null (strstr (error.text, "query string"));
         strcpy (o.stage_out, "/gfs/o=s3://bkt/%a/");
-        assert_int_equal (tier_opts_check (&o, 1, &error), 0);
+        assert_int_equal (opts_check (&o, 1, &error), 0);
     }
 }
 
@@ -293,16 +293,16 @@ static void test_split_size (void **state)
     uint64_t size;
     tier_error_t error;
 
-    assert_int_equal (tier_opt_split_size ("/gfs/run:16G", dir, sizeof (dir),
-                                           &size, &error), 0);
+    assert_int_equal (opts_split_size ("/gfs/run:16G", dir, sizeof (dir),
+                                       &size, &error), 0);
     assert_string_equal (dir, "/gfs/run");
     assert_true (size == 16ULL << 30);
-    assert_int_equal (tier_opt_split_size ("/gfs/a:b", dir, sizeof (dir),
-                                           &size, &error), 0);
+    assert_int_equal (opts_split_size ("/gfs/a:b", dir, sizeof (dir),
+                                       &size, &error), 0);
     assert_string_equal (dir, "/gfs/a:b");      /* not a size: a name */
     assert_true (size == 0);
-    assert_int_equal (tier_opt_split_size ("/gfs/a:b:1M", dir, sizeof (dir),
-                                           &size, &error), 0);
+    assert_int_equal (opts_split_size ("/gfs/a:b:1M", dir, sizeof (dir),
+                                       &size, &error), 0);
     assert_string_equal (dir, "/gfs/a:b");
     assert_true (size == 1ULL << 20);
 }
@@ -318,41 +318,41 @@ static void test_escapes (void **state)
     uint64_t size;
     tier_error_t error;
 
-    assert_non_null (p = tier_opt_next_item (p, item, sizeof (item)));
+    assert_non_null (p = opts_next_item (p, item, sizeof (item)));
     assert_string_equal (item, "/gfs/x\\,upperdir=/etc:4M:keep=always");
-    assert_int_equal (tier_opt_split_item (item, dir, sizeof (dir), &size,
-                                           &keep, &error), 0);
+    assert_int_equal (opts_split_item (item, dir, sizeof (dir), &size,
+                                       &keep, &error), 0);
     assert_string_equal (dir, "/gfs/x,upperdir=/etc");
     assert_true (size == 4ULL << 20);
     assert_int_equal (keep, TIER_KEEP_ALWAYS);
-    assert_non_null (p = tier_opt_next_item (p, item, sizeof (item)));
-    assert_int_equal (tier_opt_split_item (item, dir, sizeof (dir), &size,
-                                           &keep, &error), 0);
+    assert_non_null (p = opts_next_item (p, item, sizeof (item)));
+    assert_int_equal (opts_split_item (item, dir, sizeof (dir), &size,
+                                       &keep, &error), 0);
     assert_string_equal (dir, "/gfs/b\\");            /* "\\\\" is one '\\' */
     assert_int_equal (keep, TIER_KEEP_UNSET);
-    assert_non_null (p = tier_opt_next_item (p, item, sizeof (item)));
-    assert_int_equal (tier_opt_split_size (item, dir, sizeof (dir), &size,
-                                           &error), 0);
+    assert_non_null (p = opts_next_item (p, item, sizeof (item)));
+    assert_int_equal (opts_split_size (item, dir, sizeof (dir), &size,
+                                       &error), 0);
     assert_string_equal (dir, "/gfs/c:16G");           /* an escaped ':' */
     assert_true (size == 0);
-    assert_non_null (p = tier_opt_next_item (p, item, sizeof (item)));
-    assert_int_equal (tier_opt_split_size (item, dir, sizeof (dir), &size,
-                                           &error), 0);
+    assert_non_null (p = opts_next_item (p, item, sizeof (item)));
+    assert_int_equal (opts_split_size (item, dir, sizeof (dir), &size,
+                                       &error), 0);
     assert_string_equal (dir, "/gfs/d\\e");           /* '\\' + other: kept */
-    assert_null (tier_opt_next_item (p, item, sizeof (item)));
+    assert_null (opts_next_item (p, item, sizeof (item)));
     /* the list check takes the same items */
-    assert_int_equal (tier_opt_list_check ("--tier-scratch", list,
-                                           TIER_ITEM_SIZE, NULL, &error), 0);
-    assert_int_equal (tier_opt_list_check ("--tier-scratch",
-                                           "/gfs/x,upperdir=/etc",
-                                           TIER_ITEM_SIZE, NULL, &error), -1);
+    assert_int_equal (opts_list_check ("--tier-scratch", list,
+                                       TIER_ITEM_SIZE, NULL, &error), 0);
+    assert_int_equal (opts_list_check ("--tier-scratch",
+                                       "/gfs/x,upperdir=/etc",
+                                       TIER_ITEM_SIZE, NULL, &error), -1);
     assert_non_null (strstr (error.text, "not an absolute path"));
-    assert_int_equal (tier_opt_list_check ("--tier-scratch",
-                                           "/gfs/x:keep=sometimes",
-                                           TIER_ITEM_SIZE, NULL, &error), -1);
+    assert_int_equal (opts_list_check ("--tier-scratch",
+                                       "/gfs/x:keep=sometimes",
+                                       TIER_ITEM_SIZE, NULL, &error), -1);
     assert_non_null (strstr (error.text, "keep= is not one of"));
-    assert_int_equal (tier_opt_list_check ("--tier-scratch", "/gfs/x:0",
-                                           TIER_ITEM_SIZE, NULL, &error), -1);
+    assert_int_equal (opts_list_check ("--tier-scratch", "/gfs/x:0",
+                                       TIER_ITEM_SIZE, NULL, &error), -1);
     assert_non_null (strstr (error.text, "more than 0"));
 }
 
@@ -366,39 +366,39 @@ static void test_expand (void **state)
     char out[256];
     tier_error_t error;
 
-    assert_int_equal (tier_pattern_expand ("/g/%A_%a/%j/%u/%x/%N/%n/%%",
+    assert_int_equal (opts_pattern_expand ("/g/%A_%a/%j/%u/%x/%N/%n/%%",
                                            &ctx, out, sizeof (out), &error), 0);
     assert_string_equal (out, "/g/4242_7/4250/alice/blast/n2/1/%");
-    assert_int_equal (tier_pattern_expand ("/g/q%3a.fa", &ctx, out,
+    assert_int_equal (opts_pattern_expand ("/g/q%3a.fa", &ctx, out,
                                            sizeof (out), &error), 0);
     assert_string_equal (out, "/g/q007.fa");
-    assert_int_equal (tier_pattern_expand ("/g/%10j", &ctx, out, sizeof (out),
+    assert_int_equal (opts_pattern_expand ("/g/%10j", &ctx, out, sizeof (out),
                                            &error), 0);
     assert_string_equal (out, "/g/0000004250");
-    assert_int_equal (tier_pattern_expand ("/g/%99j", &ctx, out, sizeof (out),
+    assert_int_equal (opts_pattern_expand ("/g/%99j", &ctx, out, sizeof (out),
                                            &error), 0);
     assert_string_equal (out, "/g/0000004250");
-    assert_int_equal (tier_pattern_expand ("/g/%3u", &ctx, out, sizeof (out),
+    assert_int_equal (opts_pattern_expand ("/g/%3u", &ctx, out, sizeof (out),
                                            &error), 0);
     assert_string_equal (out, "/g/alice");      /* no padding of names */
-    assert_int_equal (tier_pattern_expand ("/g/\\%a", &ctx, out, sizeof (out),
+    assert_int_equal (opts_pattern_expand ("/g/\\%a", &ctx, out, sizeof (out),
                                            &error), 0);
     assert_string_equal (out, "/g/\\%a");       /* literal */
     ctx.is_array = false;
-    assert_int_equal (tier_pattern_expand ("/g/%A", &ctx, out, sizeof (out),
+    assert_int_equal (opts_pattern_expand ("/g/%A", &ctx, out, sizeof (out),
                                            &error), 0);
     assert_string_equal (out, "/g/4250");       /* %A: the job id */
-    assert_int_equal (tier_pattern_expand ("/g/%a", &ctx, out, sizeof (out),
+    assert_int_equal (opts_pattern_expand ("/g/%a", &ctx, out, sizeof (out),
                                            &error), -1);
     assert_non_null (strstr (error.text, "not an array job"));
     ctx.job_name = "../../etc";
-    assert_int_equal (tier_pattern_expand ("/g/%x", &ctx, out, sizeof (out),
+    assert_int_equal (opts_pattern_expand ("/g/%x", &ctx, out, sizeof (out),
                                            &error), -1);
     ctx.job_name = "..";
-    assert_int_equal (tier_pattern_expand ("/g/%x", &ctx, out, sizeof (out),
+    assert_int_equal (opts_pattern_expand ("/g/%x", &ctx, out, sizeof (out),
                                            &error), -1);
     ctx.job_name = "ok";
-    assert_int_equal (tier_pattern_expand ("/g/%j%j%j", &ctx, out, 8, &error),
+    assert_int_equal (opts_pattern_expand ("/g/%j%j%j", &ctx, out, 8, &error),
                       -1);
     assert_int_equal (errno, ENAMETOOLONG);
 }
@@ -410,21 +410,21 @@ static void test_opts_check (void **state)
 
     memset (&o, 0, sizeof (o));
     strcpy (o.stage_in, "/gfs/q%a");
-    assert_int_equal (tier_opts_check (&o, 1, &error), 0);
-    assert_int_equal (tier_opts_check (&o, -1, &error), 0);
-    assert_int_equal (tier_opts_check (&o, 0, &error), -1);
+    assert_int_equal (opts_check (&o, 1, &error), 0);
+    assert_int_equal (opts_check (&o, -1, &error), 0);
+    assert_int_equal (opts_check (&o, 0, &error), -1);
     assert_string_equal (error.text, "--tier-stage-in: %a is used but the "
                          "job is not an array job (add --array)");
     memset (&o, 0, sizeof (o));
     o.cache = TIER_CACHE_OFF;
-    assert_int_equal (tier_opts_check (&o, 0, &error), 0);
+    assert_int_equal (opts_check (&o, 0, &error), 0);
     strcpy (o.batch, "/gfs/db");
-    assert_int_equal (tier_opts_check (&o, 0, &error), -1);
+    assert_int_equal (opts_check (&o, 0, &error), -1);
     assert_non_null (strstr (error.text, "contradicts"));
     /* a value injected on the node is checked there too */
     memset (&o, 0, sizeof (o));
     strcpy (o.scratch, "etc");
-    assert_int_equal (tier_opts_check (&o, 0, &error), -1);
+    assert_int_equal (opts_check (&o, 0, &error), -1);
 }
 
 static void test_args (void **state)
@@ -440,24 +440,24 @@ static void test_args (void **state)
     char *pernode[] = { "conf=/etc/tier/%n.conf" };
     char *bad5[] = { "conf=/etc/tier/%u.conf" };
 
-    assert_int_equal (tier_args_parse (0, NULL, &a, &error), 0);
+    assert_int_equal (args_parse (0, NULL, &a, &error), 0);
     assert_int_equal (a.default_mode, TIER_CACHE_OFF);
-    assert_int_equal (tier_args_parse (3, ok, &a, &error), 0);
+    assert_int_equal (args_parse (3, ok, &a, &error), 0);
     assert_string_equal (a.conf, "/etc/tier/tier.conf");
     assert_int_equal (a.default_mode, TIER_CACHE_AUTO);
     assert_string_equal (a.preload, "/opt/tier/lib/libtier_preload.so");
-    assert_int_equal (tier_args_parse (1, bad1, &a, &error), -1);
+    assert_int_equal (args_parse (1, bad1, &a, &error), -1);
     assert_non_null (strstr (error.text, "plugstack argument conf"));
-    assert_int_equal (tier_args_parse (1, bad2, &a, &error), -1);
+    assert_int_equal (args_parse (1, bad2, &a, &error), -1);
     assert_string_equal (error.text, "unknown plugstack argument 'bogus' "
                          "(known: conf, default, preload)");
-    assert_int_equal (tier_args_parse (1, bad3, &a, &error), -1);
+    assert_int_equal (args_parse (1, bad3, &a, &error), -1);
     assert_non_null (strstr (error.text, "default"));
-    assert_int_equal (tier_args_parse (1, bad4, &a, &error), -1);
-    /* %n in conf=: expanded on the node (tier_load_conf) */
-    assert_int_equal (tier_args_parse (1, pernode, &a, &error), 0);
+    assert_int_equal (args_parse (1, bad4, &a, &error), -1);
+    /* %n in conf=: expanded on the node (remote_load_conf) */
+    assert_int_equal (args_parse (1, pernode, &a, &error), 0);
     assert_string_equal (a.conf, "/etc/tier/%n.conf");
-    assert_int_equal (tier_args_parse (1, bad5, &a, &error), -1);
+    assert_int_equal (args_parse (1, bad5, &a, &error), -1);
     assert_string_equal (error.text, "plugstack argument conf: only %n and "
                          "%% may follow a %");
 }
@@ -487,8 +487,8 @@ static void test_sbatch_argv (void **state)
         int argc = 0, script, wrap;
         while (cases[i].argv[argc])
             argc++;
-        assert_int_equal (tier_sbatch_argv_array (argc, cases[i].argv,
-                                                  &script, &wrap),
+        assert_int_equal (submit_argv_array (argc, cases[i].argv,
+                                             &script, &wrap),
                           cases[i].array);
         assert_int_equal (script, cases[i].script);
         assert_int_equal (wrap, cases[i].wrap);
@@ -513,16 +513,16 @@ static void test_sbatch_script (void **state)
     };
 
     for (size_t i = 0; i < sizeof (yes) / sizeof (yes[0]); i++)
-        assert_int_equal (tier_sbatch_script_array (yes[i], strlen (yes[i])),
+        assert_int_equal (submit_script_array (yes[i], strlen (yes[i])),
                           1);
     for (size_t i = 0; i < sizeof (no) / sizeof (no[0]); i++)
-        assert_int_equal (tier_sbatch_script_array (no[i], strlen (no[i])), 0);
+        assert_int_equal (submit_script_array (no[i], strlen (no[i])), 0);
 }
 
 static void test_self_argv (void **state)
 {
     char *buf, **argv;
-    int argc = tier_self_argv (&buf, &argv);
+    int argc = submit_self_argv (&buf, &argv);
 
     assert_true (argc >= 1);
     assert_non_null (strstr (argv[0], "test_opts"));
@@ -530,7 +530,7 @@ static void test_self_argv (void **state)
     free (buf);
 }
 
-/* Every allocation of tier_self_argv may fail: -1 with ENOMEM, nothing
+/* Every allocation of submit_self_argv may fail: -1 with ENOMEM, nothing
  * leaked (ASan's leak checker watches in the sanitizer build).
  */
 static void test_self_argv_failalloc (void **state)
@@ -540,7 +540,7 @@ static void test_self_argv_failalloc (void **state)
         int argc;
 
         failalloc_arm (n);
-        argc = tier_self_argv (&buf, &argv);
+        argc = submit_self_argv (&buf, &argv);
         if (!failalloc_failed) {
             failalloc_arm (-1);
             assert_true (argc >= 1 && n > 2);
@@ -553,7 +553,7 @@ static void test_self_argv_failalloc (void **state)
         assert_null (argv);
         assert_null (buf);
     }
-    fail_msg ("tier_self_argv never finished");
+    fail_msg ("submit_self_argv never finished");
 }
 
 /* The submit-time checks read the submitting process's own command line
@@ -569,20 +569,20 @@ static int submit_child (void)
         int rc;
 
         failalloc_arm (n);
-        rc = tier_submit_is_array ();
+        rc = submit_is_array ();
         if (!failalloc_failed)
             break;
         if (rc != -1 || errno != ENOMEM)
             return 10;                  /* a failure must say so */
     }
     failalloc_arm (-1);
-    if (n < 4 || tier_submit_is_array () != 1)
+    if (n < 4 || submit_is_array () != 1)
         return 11;                      /* argv, its words, the script */
     for (n = 1; n < 100; n++) {
         long nodes;
 
         failalloc_arm (n);
-        nodes = tier_submit_nodes ();
+        nodes = submit_nodes ();
         if (!failalloc_failed) {
             failalloc_arm (-1);
             return nodes == 2 && n > 2 ? 0 : 12;

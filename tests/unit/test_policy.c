@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Copyright 2026 the tier developers */
-/* test_policy.c - the policy model: parse, validate, resolve, freeze */
+/* test_policy.c - the policy model: parse, validate, resolve, freeze;
+ * and the policy files' trust rules (policies/files.c, compiled in) */
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -10,9 +11,16 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The policy files' I/O (libtierpolicy_files), with lib/trust and
+ * lib/state from libtier. */
+#include "policies/files.c"
 
 FAILALLOC_DEFINE
 
@@ -766,6 +774,168 @@ static void test_presets (void **state)
     assert_true (files >= 3);
 }
 
+/* ------------------------------------------------- the files' trust rules */
+
+static char top[64];
+
+static int files_setup (void **state)
+{
+    (void) snprintf (top, sizeof (top), "/tmp/test_policy.XXXXXX");
+    return mkdtemp (top) ? 0 : -1;
+}
+
+static int files_teardown (void **state)
+{
+    char cmd[128];
+
+    (void) snprintf (cmd, sizeof (cmd), "rm -rf '%s'", top);
+    return system (cmd) == 0 ? 0 : -1;
+}
+
+static void put_file (const char *dir, const char *name, const char *text,
+                      mode_t mode)
+{
+    char path[256];
+    FILE *f;
+
+    (void) snprintf (path, sizeof (path), "%s/%s", dir, name);
+    assert_non_null (f = fopen (path, "w"));
+    assert_true (fputs (text, f) >= 0);
+    assert_int_equal (fclose (f), 0);
+    assert_int_equal (chmod (path, mode), 0);
+}
+
+struct reports {
+    char text[2048];
+};
+
+static void collect (void *arg, const char *text)
+{
+    struct reports *r = arg;
+    size_t o = strlen (r->text);
+
+    (void) snprintf (r->text + o, sizeof (r->text) - o, "%s\n", text);
+}
+
+/* SitePolicyDir: root's files in root's directory (as root: the owner
+ * rules need someone to own the files). */
+static void test_site_trust (void **state)
+{
+    char site[128], link[160];
+    struct tier_policy_set *set;
+    struct reports r = { "" };
+
+    if (geteuid () != 0)
+        skip ();
+    (void) snprintf (site, sizeof (site), "%s/site", top);
+    assert_int_equal (mkdir (site, 0755), 0);
+    put_file (site, "10-ok.json", doc, 0644);
+    put_file (site, "20-open.json", doc, 0666);
+    put_file (site, "30-theirs.json", doc, 0644);
+    (void) snprintf (link, sizeof (link), "%s/30-theirs.json", site);
+    assert_int_equal (chown (link, 4001, 4001), 0);
+    (void) snprintf (link, sizeof (link), "%s/40-link.json", site);
+    assert_int_equal (symlink ("10-ok.json", link), 0);
+
+    assert_non_null (set = tier_policy_set_create ());
+    assert_int_equal (tier_policy_load_site (set, site, collect, &r), 3);
+    assert_int_equal (set->n, 4);           /* 10-ok.json's four */
+    assert_non_null (strstr (r.text, "20-open.json: must be owned by root "
+                             "and writable by root only; skipped"));
+    assert_non_null (strstr (r.text, "30-theirs.json: must be owned by "
+                             "root and writable by root only; skipped"));
+    assert_non_null (strstr (r.text, "40-link.json: a symlink; skipped"));
+    assert_null (strstr (r.text, "10-ok.json"));
+    tier_policy_set_destroy (set);
+
+    /* a directory others may write: none of it */
+    r.text[0] = '\0';
+    assert_int_equal (chmod (site, 0775), 0);
+    assert_non_null (set = tier_policy_set_create ());
+    assert_int_equal (tier_policy_load_site (set, site, collect, &r), 1);
+    assert_int_equal (set->n, 0);
+    assert_non_null (strstr (r.text, "writable by group or others"));
+    assert_non_null (strstr (r.text, "; no site policies"));
+    tier_policy_set_destroy (set);
+
+    /* nor one beneath a directory someone else owns */
+    r.text[0] = '\0';
+    assert_int_equal (chmod (site, 0755), 0);
+    assert_int_equal (chown (top, 4001, 4001), 0);
+    assert_non_null (set = tier_policy_set_create ());
+    assert_int_equal (tier_policy_load_site (set, site, collect, &r), 1);
+    assert_int_equal (set->n, 0);
+    assert_non_null (strstr (r.text, "a directory above it"));
+    assert_int_equal (chown (top, 0, 0), 0);
+    tier_policy_set_destroy (set);
+
+    /* missing: no policies, nothing to say */
+    r.text[0] = '\0';
+    (void) snprintf (link, sizeof (link), "%s/none", top);
+    assert_non_null (set = tier_policy_set_create ());
+    assert_int_equal (tier_policy_load_site (set, link, collect, &r), 0);
+    assert_string_equal (r.text, "");
+    tier_policy_set_destroy (set);
+}
+
+/* The user's directory in SharedStateDir: the user's own, 0700. */
+static void test_user_dir_trust (void **state)
+{
+    char root[128], path[192];
+    tier_error_t error;
+    int fd;
+
+    if (geteuid () != 0)
+        skip ();
+    (void) snprintf (root, sizeof (root), "%s/state", top);
+    assert_int_equal (mkdir (root, 0755), 0);
+    errno = 0;
+    assert_int_equal (tier_policy_user_dir (root, "alice", 4001, &error),
+                      -1);
+    assert_int_equal (errno, ENOENT);   /* tierctl asks the agent */
+    (void) snprintf (path, sizeof (path), "%s/users", root);
+    assert_int_equal (mkdir (path, 0755), 0);
+    (void) snprintf (path, sizeof (path), "%s/users/alice", root);
+    assert_int_equal (mkdir (path, 0700), 0);
+    assert_int_equal (chown (path, 4001, 4001), 0);
+    assert_true ((fd = tier_policy_user_dir (root, "alice", 4001, &error))
+                 >= 0);
+    close (fd);
+    /* someone else's */
+    errno = 0;
+    assert_int_equal (tier_policy_user_dir (root, "alice", 4002, &error),
+                      -1);
+    assert_int_equal (errno, EPERM);
+    assert_non_null (strstr (error.text, "users/alice"));
+    /* open to others */
+    assert_int_equal (chmod (path, 0750), 0);
+    assert_int_equal (tier_policy_user_dir (root, "alice", 4001, &error),
+                      -1);
+    assert_int_equal (errno, EPERM);
+    assert_int_equal (chmod (path, 0700), 0);
+    /* a symlink to it */
+    (void) snprintf (path, sizeof (path), "%s/users/bob", root);
+    assert_int_equal (symlink ("alice", path), 0);
+    assert_int_equal (tier_policy_user_dir (root, "bob", 4001, &error), -1);
+    assert_int_equal (errno, EPERM);
+    /* a users/ others may write */
+    (void) snprintf (path, sizeof (path), "%s/users", root);
+    assert_int_equal (chmod (path, 0777), 0);
+    assert_int_equal (tier_policy_user_dir (root, "alice", 4001, &error),
+                      -1);
+    assert_int_equal (errno, EPERM);
+    assert_int_equal (chmod (path, 0755), 0);
+    /* names that are no user's */
+    assert_int_equal (tier_policy_user_dir (root, "../alice", 4001, &error),
+                      -1);
+    assert_int_equal (errno, EINVAL);
+    assert_int_equal (tier_policy_user_dir (root, ".alice", 4001, &error),
+                      -1);
+    assert_int_equal (tier_policy_user_dir ("relative", "alice", 4001,
+                                            &error), -1);
+    assert_int_equal (errno, EINVAL);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -781,6 +951,10 @@ int main (void)
         cmocka_unit_test (test_effective),
         cmocka_unit_test (test_failalloc),
         cmocka_unit_test (test_presets),
+        cmocka_unit_test_setup_teardown (test_site_trust, files_setup,
+                                         files_teardown),
+        cmocka_unit_test_setup_teardown (test_user_dir_trust, files_setup,
+                                         files_teardown),
     };
 
     return UNIT_RUN (tests);

@@ -54,6 +54,7 @@ static struct store_job mkjob (uint32_t id, uint32_t restart, uint32_t uid)
     j.registered = 1700000000 + id;
     j.steps = 1;
     snprintf (j.options, sizeof (j.options), "{\"cache\":\"auto\"}");
+    j.ngroups = -1;
     return j;
 }
 
@@ -328,6 +329,180 @@ static void test_uploads (void **state)
     store_close (st);
 }
 
+/* The job's group list: kept as given, "not known" kept apart from
+ * "none". */
+static void test_groups (void **state)
+{
+    tier_error_t error;
+    struct store *st = store_open (dir, 1 << 24, &error);
+    struct store_job j, g;
+
+    assert_non_null (st);
+    j = mkjob (4243, 0, 1000);
+    j.ngroups = 3;
+    j.groups[0] = 1000;
+    j.groups[1] = 0;
+    j.groups[2] = 4294967294u;          /* the largest gid */
+    assert_int_equal (store_job_put (st, &j, &error), 0);
+    j = mkjob (4244, 0, 1001);          /* not known */
+    assert_int_equal (store_job_put (st, &j, &error), 0);
+    j = mkjob (4245, 0, 1002);
+    j.ngroups = 0;                      /* known: none */
+    assert_int_equal (store_job_put (st, &j, &error), 0);
+    j = mkjob (4246, 0, 1003);
+    j.ngroups = TIER_CRED_GROUPS_MAX;
+    for (int i = 0; i < TIER_CRED_GROUPS_MAX; i++)
+        j.groups[i] = 5000 + (uint32_t) i;
+    assert_int_equal (store_job_put (st, &j, &error), 0);
+    store_close (st);
+
+    assert_non_null (st = store_open (dir, 1 << 24, &error));
+    assert_int_equal (store_job_get (st, 4243, 0, &g, &error), 0);
+    assert_int_equal (g.ngroups, 3);
+    assert_int_equal (g.groups[0], 1000);
+    assert_int_equal (g.groups[1], 0);
+    assert_true (g.groups[2] == 4294967294u);
+    assert_string_equal (g.user, "u1000");
+    assert_int_equal (store_job_get (st, 4244, 0, &g, &error), 0);
+    assert_int_equal (g.ngroups, -1);
+    assert_int_equal (store_job_get (st, 4245, 0, &g, &error), 0);
+    assert_int_equal (g.ngroups, 0);
+    assert_int_equal (store_job_get (st, 4246, 0, &g, &error), 0);
+    assert_int_equal (g.ngroups, TIER_CRED_GROUPS_MAX);
+    assert_int_equal (g.groups[TIER_CRED_GROUPS_MAX - 1],
+                      5000 + TIER_CRED_GROUPS_MAX - 1);
+    store_close (st);
+}
+
+/* Put a raw job record, as an older agent (or a damaged one) wrote it. */
+static void put_raw (uint32_t job_id, const char *json)
+{
+    unsigned char k[8] = { 0 };
+    MDB_val key = { sizeof (k), k }, val = { strlen (json), (void *) json };
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+
+    for (int i = 0; i < 4; i++)
+        k[i] = (job_id >> (24 - 8 * i)) & 0xff;     /* restart 0 */
+    assert_int_equal (mdb_env_create (&env), 0);
+    assert_int_equal (mdb_env_set_maxdbs (env, 8), 0);
+    assert_int_equal (mdb_env_open (env, dir, MDB_NOTLS, 0600), 0);
+    assert_int_equal (mdb_txn_begin (env, NULL, 0, &txn), 0);
+    assert_int_equal (mdb_dbi_open (txn, "jobs", 0, &dbi), 0);
+    assert_int_equal (mdb_put (txn, dbi, &key, &val, 0), 0);
+    assert_int_equal (mdb_txn_commit (txn), 0);
+    mdb_env_close (env);
+}
+
+static void test_groups_old_records (void **state)
+{
+    tier_error_t error;
+    struct store *st = store_open (dir, 1 << 24, &error);
+    struct store_job g;
+
+    assert_non_null (st);
+    store_close (st);
+    /* before the agent stored groups */
+    put_raw (4243, "{\"job_id\":4243,\"restart\":0,\"batch_id\":4242,"
+             "\"uid\":1000,\"gid\":1000,\"user\":\"u1000\",\"node\":\"n1\","
+             "\"state\":\"running\",\"steps\":2,\"options\":\"{}\"}");
+    /* groups no agent writes: taken as not known, the rest kept */
+    put_raw (4244, "{\"job_id\":4244,\"restart\":0,\"uid\":1001,"
+             "\"gid\":1001,\"user\":\"u1001\",\"groups\":[1001,-1]}");
+    put_raw (4245, "{\"job_id\":4245,\"restart\":0,\"uid\":1002,"
+             "\"gid\":1002,\"user\":\"u1002\",\"groups\":\"1002\"}");
+    assert_non_null (st = store_open (dir, 1 << 24, &error));
+    assert_int_equal (store_job_get (st, 4243, 0, &g, &error), 0);
+    assert_int_equal (g.ngroups, -1);
+    assert_int_equal (g.steps, 2);
+    assert_int_equal (g.uid, 1000);
+    assert_string_equal (g.user, "u1000");
+    assert_int_equal (store_job_get (st, 4244, 0, &g, &error), 0);
+    assert_int_equal (g.ngroups, -1);
+    assert_int_equal (g.uid, 1001);
+    assert_int_equal (store_job_get (st, 4245, 0, &g, &error), 0);
+    assert_int_equal (g.ngroups, -1);
+    /* a later registration's list fills it in */
+    g.ngroups = 1;
+    g.groups[0] = 1002;
+    assert_int_equal (store_job_put (st, &g, &error), 0);
+    assert_int_equal (store_job_get (st, 4245, 0, &g, &error), 0);
+    assert_int_equal (g.ngroups, 1);
+    assert_int_equal (g.groups[0], 1002);
+    store_close (st);
+}
+
+/* What a registration's "groups" may be (store_job_set_groups is the
+ * register handler's check). */
+static void test_groups_valid (void **state)
+{
+    static const struct {
+        const char *json;
+        int err;
+    } bad[] = {
+        { "\"1000\"", EINVAL },
+        { "{\"g\":1000}", EINVAL },
+        { "null", EINVAL },
+        { "1000", EINVAL },
+        { "[-1]", EINVAL },
+        { "[4294967295]", EINVAL },     /* (gid_t) -1: no group */
+        { "[4294967296]", EINVAL },
+        { "[1000,1.5]", EINVAL },
+        { "[\"1000\"]", EINVAL },
+        { "[true]", EINVAL },
+        { "[null]", EINVAL },
+        { "[[1000]]", EINVAL },
+        { "[9223372036854775807]", EINVAL },
+    };
+    struct store_job j;
+    tier_error_t error;
+    json_error_t jerr;
+    json_t *a;
+
+    memset (&j, 0, sizeof (j));
+    j.ngroups = 1;
+    j.groups[0] = 77;
+    for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++) {
+        assert_non_null (a = json_loads (bad[i].json, JSON_DECODE_ANY,
+                                         &jerr));
+        errno = 0;
+        error.text[0] = '\0';
+        assert_int_equal (store_job_set_groups (&j, a, &error), -1);
+        assert_int_equal (errno, bad[i].err);
+        assert_non_null (strstr (error.text, "'groups'"));
+        /* unchanged */
+        assert_int_equal (j.ngroups, 1);
+        assert_int_equal (j.groups[0], 77);
+        json_decref (a);
+    }
+    /* at most TIER_CRED_GROUPS_MAX */
+    assert_non_null (a = json_array ());
+    for (int i = 0; i < TIER_CRED_GROUPS_MAX; i++)
+        assert_int_equal (json_array_append_new (a, json_integer (i)), 0);
+    assert_int_equal (store_job_set_groups (&j, a, &error), 0);
+    assert_int_equal (j.ngroups, TIER_CRED_GROUPS_MAX);
+    assert_int_equal (j.groups[TIER_CRED_GROUPS_MAX - 1],
+                      TIER_CRED_GROUPS_MAX - 1);
+    assert_int_equal (json_array_append_new (a, json_integer (1)), 0);
+    errno = 0;
+    assert_int_equal (store_job_set_groups (&j, a, &error), -1);
+    assert_int_equal (errno, E2BIG);
+    assert_int_equal (j.ngroups, TIER_CRED_GROUPS_MAX);
+    json_decref (a);
+    /* none, and the extremes */
+    assert_non_null (a = json_loads ("[]", 0, &jerr));
+    assert_int_equal (store_job_set_groups (&j, a, &error), 0);
+    assert_int_equal (j.ngroups, 0);
+    json_decref (a);
+    assert_non_null (a = json_loads ("[0,4294967294,0]", 0, &jerr));
+    assert_int_equal (store_job_set_groups (&j, a, &error), 0);
+    assert_int_equal (j.ngroups, 3);
+    assert_int_equal (j.groups[0], 0);
+    assert_true (j.groups[1] == 4294967294u);
+    json_decref (a);
+}
+
 static void test_names (void **state)
 {
     for (int k = 0; k < TIER_CTR_COUNT; k++) {
@@ -351,6 +526,10 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_stale_readers, setup,
                                          teardown),
         cmocka_unit_test_setup_teardown (test_uploads, setup, teardown),
+        cmocka_unit_test_setup_teardown (test_groups, setup, teardown),
+        cmocka_unit_test_setup_teardown (test_groups_old_records, setup,
+                                         teardown),
+        cmocka_unit_test (test_groups_valid),
         cmocka_unit_test (test_names),
     };
     return UNIT_RUN (tests);
