@@ -377,7 +377,7 @@ int jobs_cred (const struct store_job *job, struct tier_cred *cred)
     gid_t groups[TIER_CRED_GROUPS_MAX];
 
     tier_cred_init (cred, job->uid, job->gid);
-    if (job->ngroups < 0)               /* no step registered one yet */
+    if (job->ngroups < 0) /* no step registered one yet */
         return tier_cred_lookup (cred, job->user);
     for (int32_t i = 0; i < job->ngroups && i < TIER_CRED_GROUPS_MAX; i++)
         groups[i] = job->groups[i];

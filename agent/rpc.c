@@ -251,9 +251,8 @@ uint64_t agent_reserved (struct agent *a)
 
 /* The record a registration asks for (not stored yet), every field of
  * the request checked; *want is the scratch it asks to reserve. */
-static int register_parse (struct agent *a, json_t *req,
-                           struct store_job *job, uint64_t *want,
-                           tier_error_t *error)
+static int register_parse (struct agent *a, json_t *req, struct store_job *job,
+                           uint64_t *want, tier_error_t *error)
 {
     uint32_t job_id = 0, restart = 0, batch_id = 0, task = STORE_NO_TASK;
     uint32_t uid = 0, gid = 0;
@@ -283,14 +282,15 @@ static int register_parse (struct agent *a, json_t *req,
         errno = EINVAL;
         return tier_errprintf (error, "'options' must be an object");
     }
-    if (reserve && (!json_is_integer (reserve)
-                    || json_integer_value (reserve) < 0)) {
+    if (reserve
+        && (!json_is_integer (reserve) || json_integer_value (reserve) < 0)) {
         errno = EINVAL;
         return tier_errprintf (error, "'scratch_reserve' must be a byte "
-                               "count");
+                                      "count");
     }
-    if (opts && (!(optstr = json_dumps (opts, JSON_COMPACT | JSON_SORT_KEYS))
-                 || strlen (optstr) >= sizeof (job->options))) {
+    if (opts
+        && (!(optstr = json_dumps (opts, JSON_COMPACT | JSON_SORT_KEYS))
+            || strlen (optstr) >= sizeof (job->options))) {
         free (optstr);
         errno = E2BIG;
         return tier_errprintf (error, "'options' is too large");

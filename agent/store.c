@@ -160,16 +160,15 @@ int store_job_set_groups (struct store_job *job, const json_t *groups,
     }
     if (n > TIER_CRED_GROUPS_MAX) {
         errno = E2BIG;
-        return tier_errprintf (error, "'groups' has %zu gids, more than %d",
-                               n, TIER_CRED_GROUPS_MAX);
+        return tier_errprintf (error, "'groups' has %zu gids, more than %d", n,
+                               TIER_CRED_GROUPS_MAX);
     }
     for (size_t i = 0; i < n; i++) {
         const json_t *g = json_array_get (groups, i);
         json_int_t x = json_integer_value (g);
         if (!json_is_integer (g) || x < 0 || x >= (json_int_t) UINT32_MAX) {
             errno = EINVAL;
-            return tier_errprintf (error, "'groups' item %zu is not a gid",
-                                   i);
+            return tier_errprintf (error, "'groups' item %zu is not a gid", i);
         }
         v[i] = (uint32_t) x;
     }

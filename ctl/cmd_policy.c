@@ -85,8 +85,8 @@ static int layers_init (struct layers *l, struct ctl *ctl, const char *user)
         return -1;
     }
     if (tier_state_user_path (l->conf->shared_state_dir, l->user,
-                              TIER_STATE_POLICIES, l->store,
-                              sizeof (l->store)) < 0)
+                              TIER_STATE_POLICIES, l->store, sizeof (l->store))
+        < 0)
         (void) snprintf (l->store, sizeof (l->store), "user policies");
     tier_policy_roots_from_conf (l->conf, l->user, &l->rb);
     (void) tier_policy_load_site (l->all, l->conf->site_policy_dir,
@@ -335,8 +335,9 @@ static int write_store (struct layers *l, int ufd)
     free (text);
     if (rc < 0) {
         char dir[PATH_MAX];
-        if (tier_state_user_path (l->conf->shared_state_dir, l->user, NULL,
-                                  dir, sizeof (dir)) < 0)
+        if (tier_state_user_path (l->conf->shared_state_dir, l->user, NULL, dir,
+                                  sizeof (dir))
+            < 0)
             (void) snprintf (dir, sizeof (dir), "%s", l->user);
         fprintf (stderr, "tierctl: %s/%s\n", dir, error.text);
     }
@@ -628,8 +629,8 @@ static json_t *job_frozen (struct ctl *ctl, struct layers *l, long long id)
 
     if (l->conf->shared_state_dir[0]
         && (ufd = user_dir (ctl, l, false)) >= 0) {
-        if ((jfd = tier_policy_subdir (ufd, TIER_STATE_JOBS, false,
-                                       &error)) >= 0) {
+        if ((jfd = tier_policy_subdir (ufd, TIER_STATE_JOBS, false, &error))
+            >= 0) {
             DIR *d = fdopendir (jfd);
             struct dirent *de;
             long long best = -1;

@@ -87,8 +87,9 @@ static int stats_dir (struct ctl *ctl, const char *user, char *out,
                  ctl->conf_path);
         return -1;
     }
-    if (tier_state_user_path (conf->shared_state_dir, user,
-                              TIER_STATE_STATS, out, size) < 0) {
+    if (tier_state_user_path (conf->shared_state_dir, user, TIER_STATE_STATS,
+                              out, size)
+        < 0) {
         fprintf (stderr, "tierctl stats: '%s' is not a user name\n", user);
         return -1;
     }

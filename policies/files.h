@@ -23,7 +23,7 @@
 #include "lib/state.h"
 #include "policy.h"
 
-#define TIER_POLICY_USER_FILE TIER_STATE_POLICIES   /* in the user's dir */
+#define TIER_POLICY_USER_FILE TIER_STATE_POLICIES /* in the user's dir */
 #define TIER_POLICY_FROZEN_FILE "policy.json"
 
 typedef void (*tier_policy_report_f) (void *arg, const char *text);

@@ -35,8 +35,7 @@ static int set_path (const char *arg, const char *value, char *out,
     return 0;
 }
 
-int args_parse (int ac, char **av, struct tier_args *args,
-                tier_error_t *error)
+int args_parse (int ac, char **av, struct tier_args *args, tier_error_t *error)
 {
     memset (args, 0, sizeof (*args));
     (void) snprintf (args->conf, sizeof (args->conf), "%s/tier.conf",

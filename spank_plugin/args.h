@@ -29,7 +29,6 @@ struct tier_args {
 /* Parse plugstack arguments into args (defaults first).  Returns 0, or
  * -1 with error naming the argument and the problem.
  */
-int args_parse (int ac, char **av, struct tier_args *args,
-                tier_error_t *error);
+int args_parse (int ac, char **av, struct tier_args *args, tier_error_t *error);
 
 #endif /* !TIER_SPANK_ARGS_H */

@@ -98,8 +98,7 @@ static int user_subdir (int dirfd, const char *name, bool may_exist,
     return fd;
 }
 
-void keep_name (uint32_t job_id, uint32_t restart, char *buf,
-                size_t size)
+void keep_name (uint32_t job_id, uint32_t restart, char *buf, size_t size)
 {
     if (restart)
         (void) snprintf (buf, size, "%u.%u", job_id, restart);
@@ -179,8 +178,7 @@ report:
     _exit (e.text[0] ? 1 : 0);
 }
 
-bool keep_item (enum tier_keep item, enum tier_keep dflt, int failed,
-                bool *ask)
+bool keep_item (enum tier_keep item, enum tier_keep dflt, int failed, bool *ask)
 {
     enum tier_keep k = item != TIER_KEEP_UNSET ? item : dflt;
 
@@ -194,8 +192,8 @@ bool keep_item (enum tier_keep item, enum tier_keep dflt, int failed,
     return failed > 0;
 }
 
-void keep_announce (const char *scratch, enum tier_keep dflt,
-                    bool failed, uint32_t job_id, uint32_t restart)
+void keep_announce (const char *scratch, enum tier_keep dflt, bool failed,
+                    uint32_t job_id, uint32_t restart)
 {
     char item[PATH_MAX + 64], dir[PATH_MAX + 64], name[32];
     const char *p = scratch;
@@ -210,15 +208,14 @@ void keep_announce (const char *scratch, enum tier_keep dflt,
             && keep_item (k, dflt, failed, &ask))
             slurm_spank_log ("tier: keep=%s: the pipeline data of %s is "
                              "kept in %s/.tier-kept/%s/NODE/ for each node "
-                             "of the job", opts_keep_name
-                             (k != TIER_KEEP_UNSET ? k : dflt), dir, dir,
-                             name);
+                             "of the job",
+                             opts_keep_name (k != TIER_KEEP_UNSET ? k : dflt),
+                             dir, dir, name);
 }
 
 int keep_scratch_finish (spank_t sp, const struct tier_conf *conf,
-                         uint32_t job_id, uint32_t restart,
-                         const char *scratch, enum tier_keep dflt,
-                         bool (*failed) (uint32_t),
+                         uint32_t job_id, uint32_t restart, const char *scratch,
+                         enum tier_keep dflt, bool (*failed) (uint32_t),
                          struct tier_scratch_stats *st, tier_error_t *error)
 {
     struct mount_ctx m = { .conf = conf, .job_id = job_id,
@@ -231,7 +228,7 @@ int keep_scratch_finish (spank_t sp, const struct tier_conf *conf,
     if (!scratch || !*scratch || !tier_ns_exists (conf->namespace_dir,
                                                   job_id))
         return 0;
-    if (ns_job_cred (sp, &m.cred, error) < 0)  /* the epilog: from NSS */
+    if (ns_job_cred (sp, &m.cred, error) < 0) /* the epilog: from NSS */
         return -1;
     /* nothing may write while we look */
     (void) tier_ns_kill (conf->namespace_dir, job_id, 2000);
@@ -246,8 +243,7 @@ int keep_scratch_finish (spank_t sp, const struct tier_conf *conf,
         pid_t pid;
         bool keep, ask;
 
-        if (opts_split_item (item, dir, sizeof (dir), &size, &ik,
-                             &e) < 0) {
+        if (opts_split_item (item, dir, sizeof (dir), &size, &ik, &e) < 0) {
             k++;
             continue;
         }

@@ -25,8 +25,7 @@ struct tier_scratch_stats {
 
 /* Where a run of a job keeps its data under DIR/.tier-kept/: "JOBID" for
  * its first run, "JOBID.RESTART" for a requeued one (the same job id). */
-void keep_name (uint32_t job_id, uint32_t restart, char *buf,
-                size_t size);
+void keep_name (uint32_t job_id, uint32_t restart, char *buf, size_t size);
 
 /* Kill what is left in the job's namespace, count each scratch upper
  * layer, and copy it to DIR/.tier-kept/NAME/NODE/ (keep_name) when
@@ -39,8 +38,7 @@ void keep_name (uint32_t job_id, uint32_t restart, char *buf,
  * (the statistics gathered are still filled in).
  */
 int keep_scratch_finish (spank_t sp, const struct tier_conf *conf,
-                         uint32_t job_id, uint32_t restart,
-                         const char *scratch,
+                         uint32_t job_id, uint32_t restart, const char *scratch,
                          enum tier_keep dflt, bool (*failed) (uint32_t),
                          struct tier_scratch_stats *st, tier_error_t *error);
 
@@ -54,7 +52,7 @@ bool keep_item (enum tier_keep item, enum tier_keep dflt, int failed,
 /* On the job's stderr (the batch step's, or an srun job's): where each
  * kept directory's pipeline data will be, given whether the job failed.
  */
-void keep_announce (const char *scratch, enum tier_keep dflt,
-                    bool failed, uint32_t job_id, uint32_t restart);
+void keep_announce (const char *scratch, enum tier_keep dflt, bool failed,
+                    uint32_t job_id, uint32_t restart);
 
 #endif /* !TIER_SPANK_KEEP_H */

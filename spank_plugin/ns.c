@@ -72,8 +72,8 @@ static bool under_any (const char *path, const struct tier_conf *conf)
 int ns_resolve_dir (const struct mount_ctx *m, const char *option,
                     const char *dir, tier_error_t *error)
 {
-    return ns_resolve_path (m, option, dir, TIER_RESOLVE_DIR
-                            | TIER_RESOLVE_WRITABLE, error);
+    return ns_resolve_path (m, option, dir,
+                            TIER_RESOLVE_DIR | TIER_RESOLVE_WRITABLE, error);
 }
 
 int ns_resolve_path (const struct mount_ctx *m, const char *option,
@@ -401,7 +401,8 @@ static int bind_mirror (const struct mount_ctx *m, const char *dir,
     if ((sfd = tier_trust_open (tree, &rule, &e)) < 0)
         return tier_errprintf (error, "mirror of %s: %s", dir, e.text);
     if ((tfd = ns_resolve_path (m, "--tier-batch", dir, TIER_RESOLVE_DIR,
-                                error)) < 0) {
+                                error))
+        < 0) {
         close (sfd);
         return -1;
     }
@@ -469,8 +470,7 @@ static int mount_all (void *arg, tier_error_t *error)
         char dir[PATH_MAX + 64], url[PATH_MAX];
         /* DIR=URL: an overlay over DIR all the same (the migrator sends
          * its files to the URL) */
-        if (stage_out_item (item, dir, sizeof (dir), url,
-                            sizeof (url)) < 0) {
+        if (stage_out_item (item, dir, sizeof (dir), url, sizeof (url)) < 0) {
             errno = EINVAL;
             return tier_errprintf (error, "--tier-stage-out: '%s': invalid",
                                    item);
@@ -511,11 +511,13 @@ int ns_job_cred (spank_t sp, struct tier_cred *cred, tier_error_t *error)
     tier_cred_init (cred, uid, gid);
     if (spank_context () == S_CTX_REMOTE
         && spank_get_item (sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &n)
-           == ESPANK_SUCCESS && (gids || n == 0)) {
+               == ESPANK_SUCCESS
+        && (gids || n == 0)) {
         if (tier_cred_set_groups (cred, gids, n) < 0)
-            return tier_errprintf (error, "the job has %d groups, more "
-                                   "than tier takes (%d)", n,
-                                   TIER_CRED_GROUPS_MAX);
+            return tier_errprintf (error,
+                                   "the job has %d groups, more "
+                                   "than tier takes (%d)",
+                                   n, TIER_CRED_GROUPS_MAX);
         return 0;
     }
     if (getpwuid_r (uid, &pw, buf, sizeof (buf), &pwp) != 0 || !pwp)
@@ -589,10 +591,11 @@ int ns_setup (spank_t sp, tier_error_t *error)
         (void) tier_ns_mark (base, m.job_id, TIER_NS_READY);
         (void) tier_ns_write (base, m.job_id, TIER_NS_SCRATCH, m.scratch);
         if (m.stage_out[0]
-            && (tier_ns_write (base, m.job_id, TIER_NS_STAGEOUT,
-                               m.stage_out) < 0
-                || stage_out_start (tier.conf, m.job_id, m.restart,
-                                    m.stage_out, error) < 0)) {
+            && (tier_ns_write (base, m.job_id, TIER_NS_STAGEOUT, m.stage_out)
+                    < 0
+                || stage_out_start (tier.conf, m.job_id, m.restart, m.stage_out,
+                                    error)
+                       < 0)) {
             slurm_error ("tier: job %u: stage-out: %s", m.job_id,
                          error->text);
             (void) tier_ns_mark (base, m.job_id, TIER_NS_FAILED);

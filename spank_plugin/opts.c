@@ -216,8 +216,7 @@ const char *opts_next_item (const char *list, char *item, size_t size)
 }
 
 int opts_split_item (const char *item, char *dir, size_t dirsize,
-                     uint64_t *size, enum tier_keep *keep,
-                     tier_error_t *error)
+                     uint64_t *size, enum tier_keep *keep, tier_error_t *error)
 {
     char when[16], b[96];
 
@@ -232,8 +231,7 @@ int opts_split_item (const char *item, char *dir, size_t dirsize,
                                    clip (item, b, sizeof (b)));
         return tier_errprintf (error, "path too long");
     }
-    if (keep && (!when[0]
-                 || opts_keep_parse (when, keep, error) < 0))
+    if (keep && (!when[0] || opts_keep_parse (when, keep, error) < 0))
         *keep = TIER_KEEP_UNSET;
     return 0;
 }
@@ -417,8 +415,7 @@ int opts_list_check (const char *option, const char *value, int flags,
             char dir[PATH_MAX + 64];
             uint64_t size;
             tier_error_t serr;
-            if (opts_split_size (item, dir, sizeof (dir), &size,
-                                 &serr) < 0)
+            if (opts_split_size (item, dir, sizeof (dir), &size, &serr) < 0)
                 return tier_errprintf (error, "%s: %s", option, serr.text);
             if (check_path (option, dir, flags, uses_array, error) < 0)
                 return -1;
@@ -452,8 +449,7 @@ bool opts_any (const struct tier_opts *opts)
            || opts->stage_out[0] || opts->keep != TIER_KEEP_UNSET;
 }
 
-int opts_check (const struct tier_opts *opts, int is_array,
-                tier_error_t *error)
+int opts_check (const struct tier_opts *opts, int is_array, tier_error_t *error)
 {
     static const struct {
         const char *name;
@@ -475,8 +471,7 @@ int opts_check (const struct tier_opts *opts, int is_array,
         bool a = false;
         if (!*v)
             continue;
-        if (opts_list_check (lists[i].name, v, lists[i].flags, &a,
-                             error) < 0)
+        if (opts_list_check (lists[i].name, v, lists[i].flags, &a, error) < 0)
             return -1;
         if (a && is_array == 0) {
             errno = EINVAL;

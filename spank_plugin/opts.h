@@ -102,8 +102,7 @@ int opts_pattern_expand (const char *s, const struct tier_pattern_ctx *ctx,
  * text after the last unescaped ':' when it parses as a size.
  */
 int opts_split_item (const char *item, char *dir, size_t dirsize,
-                     uint64_t *size, enum tier_keep *keep,
-                     tier_error_t *error);
+                     uint64_t *size, enum tier_keep *keep, tier_error_t *error);
 int opts_split_size (const char *item, char *dir, size_t dirsize,
                      uint64_t *size, tier_error_t *error);
 

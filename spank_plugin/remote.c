@@ -183,8 +183,9 @@ static int register_job (spank_t sp, tier_error_t *error)
     opts_json (&w);
     if (tier_jw_finish (&w) < 0)
         return tier_errprintf (error, "registration too large");
-    if (spawn_call (tier.conf, body, &reply, (int) tier.conf->
-                    agent_timeout_ms, error) < 0)
+    if (spawn_call (tier.conf, body, &reply, (int) tier.conf->agent_timeout_ms,
+                    error)
+        < 0)
         return -1;
     (void) tier_jr_get_bool (reply, strlen (reply), "enabled", &enabled);
     /* the job's frozen policies name its pipeline directories (the
@@ -193,10 +194,11 @@ static int register_job (spank_t sp, tier_error_t *error)
         static char scratch[TIER_OPT_VALUE_MAX];
         tier_error_t e;
         if (tier_jr_get_str (reply, strlen (reply), "scratch", scratch,
-                             sizeof (scratch)) == 0
-            && (!scratch[0] || opts_list_check ("policy", scratch,
-                                                TIER_ITEM_SIZE, NULL,
-                                                &e) == 0))
+                             sizeof (scratch))
+                == 0
+            && (!scratch[0]
+                || opts_list_check ("policy", scratch, TIER_ITEM_SIZE, NULL, &e)
+                       == 0))
             (void) snprintf (tier.opts.scratch, sizeof (tier.opts.scratch),
                              "%s", scratch);
         if (tier_jr_get_str (reply, strlen (reply), "refused", tier.refused,
@@ -317,13 +319,13 @@ static void start_stage_in (spank_t sp)
         return;
     pattern_ctx (sp, &ctx, name, sizeof (name), user, sizeof (user));
     if ((tier.opts.stage_in[0]
-         && (n = stage_expand (tier.opts.stage_in, &ctx,
-                               tier.stage_items, TIER_STAGE_ITEMS_MAX,
-                               &error)) < 0)
+         && (n = stage_expand (tier.opts.stage_in, &ctx, tier.stage_items,
+                               TIER_STAGE_ITEMS_MAX, &error))
+                < 0)
         || (n = policy_inputs (n, &error)) < 0
-        || stage_start (tier.conf, tier.job_id, uid, gid,
-                        tier.stage_items, n, &tier.stage_plan,
-                        &error) < 0) {
+        || stage_start (tier.conf, tier.job_id, uid, gid, tier.stage_items, n,
+                        &tier.stage_plan, &error)
+               < 0) {
         (void) snprintf (tier.ns_error, sizeof (tier.ns_error), "%s",
                          error.text);
         tier.stage_n = -1;
@@ -347,8 +349,8 @@ static void list_outputs (spank_t sp)
         return;
     pattern_ctx (sp, &ctx, name, sizeof (name), user, sizeof (user));
     if (stage_out_dirs (tier.opts.stage_out, tier.policy_out, &ctx,
-                        tier.stage_out, sizeof (tier.stage_out),
-                        &error) < 0) {
+                        tier.stage_out, sizeof (tier.stage_out), &error)
+        < 0) {
         tier.stage_out[0] = '\0';
         (void) snprintf (tier.ns_error, sizeof (tier.ns_error), "%s",
                          error.text);
@@ -407,8 +409,8 @@ int remote_init_post_opt (spank_t sp)
                          tier.conf->node);
         return 0;
     }
-    if (spawn_ensure (tier.conf, tier.conf_path, tier.conf->node,
-                      5000, &error) < 0
+    if (spawn_ensure (tier.conf, tier.conf_path, tier.conf->node, 5000, &error)
+            < 0
         || register_job (sp, &error) < 0)
         goto fail;
     tier.agent_ok = 1;
@@ -583,8 +585,8 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
         /* the node's first task asks slurmctld; the others look for its
          * marker (one RPC per node, not per task) */
         if (stage_wait (tier.conf, tier.job_id, tier.stage_plan.parts,
-                        local == 0, local == 0 ? gone_ask : gone_marker,
-                        &error) < 0) {
+                        local == 0, local == 0 ? gone_ask : gone_marker, &error)
+            < 0) {
             slurm_error ("tier: %s", error.text);
             return -1;
         }
@@ -600,7 +602,8 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
     }
     if (tier.stage_started
         && stage_bind (sp, tier.conf, tier.job_id, tier.stage_items,
-                       tier.stage_plan.index, tier.stage_n, &error) < 0) {
+                       tier.stage_plan.index, tier.stage_n, &error)
+               < 0) {
         slurm_error ("tier: %s", error.text);
         return -1;
     }
@@ -632,8 +635,7 @@ int slurm_spank_task_exit (spank_t sp, int ac, char **av)
         && !(spank_getenv (sp, "ENVIRONMENT", env, sizeof (env))
              == ESPANK_SUCCESS && !strcmp (env, "BATCH")))
         keep_announce (tier.opts.scratch, tier.opts.keep,
-                       WIFEXITED (status) ? WEXITSTATUS (status) != 0
-                                               : true,
+                       WIFEXITED (status) ? WEXITSTATUS (status) != 0 : true,
                        tier.job_id, tier.restart);
     return 0;
 }
@@ -653,8 +655,9 @@ static void sync_outputs_step (spank_t sp)
         return;
     batch = spank_get_item (sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS
             && step == BATCH_STEP;
-    if (stage_out_sync (tier.conf, tier.job_id, batch ? 10000 : 0,
-                        false, &left, &error) < 0) {
+    if (stage_out_sync (tier.conf, tier.job_id, batch ? 10000 : 0, false, &left,
+                        &error)
+        < 0) {
         slurm_error ("tier: job %u: stage-out: %s", tier.job_id, error.text);
         return;
     }
@@ -685,8 +688,7 @@ int slurm_spank_exit (spank_t sp, int ac, char **av)
         && spank_get_item (sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS
         && step == BATCH_STEP)
         keep_announce (tier.opts.scratch, tier.opts.keep,
-                       tier.batch_status == 1, tier.job_id,
-                       tier.restart);
+                       tier.batch_status == 1, tier.job_id, tier.restart);
     if (tier.conf) {
         tier_conf_destroy (tier.conf);
         tier.conf = NULL;

@@ -40,11 +40,11 @@
 #define CGROUPS_MAX 32
 
 #ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC (1U << 2)   /* linux/close_range.h, 5.11 */
+#define CLOSE_RANGE_CLOEXEC (1U << 2) /* linux/close_range.h, 5.11 */
 #endif
 
-int spawn_call (const struct tier_conf *conf, const char *body,
-                char **reply, int timeout_ms, tier_error_t *error)
+int spawn_call (const struct tier_conf *conf, const char *body, char **reply,
+                int timeout_ms, tier_error_t *error)
 {
     char path[PATH_MAX];
     size_t len;
@@ -63,8 +63,7 @@ int spawn_ping (const struct tier_conf *conf, int timeout_ms,
                 tier_error_t *error)
 {
     char *reply = NULL;
-    int rc = spawn_call (conf, "{\"op\":\"ping\"}", &reply, timeout_ms,
-                         error);
+    int rc = spawn_call (conf, "{\"op\":\"ping\"}", &reply, timeout_ms, error);
 
     free (reply);
     return rc;
@@ -106,8 +105,7 @@ static int cgroup_roots (char paths[][PATH_MAX], int max)
  * the binary's name in it: the exec goes beneath that descriptor, so it
  * runs the file checked (and the process is still named "tierd").
  */
-static int open_tierd (const char *path, const char **base,
-                       tier_error_t *error)
+static int open_tierd (const char *path, const char **base, tier_error_t *error)
 {
     const struct tier_trust dir = { .kind = TIER_TRUST_ROOT_DIR,
                                     .flags = O_PATH };
@@ -117,11 +115,12 @@ static int open_tierd (const char *path, const char **base,
     char d[PATH_MAX];
     int dfd, fd, e;
 
-    if (path[0] != '/' || !slash[1]
-        || (size_t) (slash - path) >= sizeof (d)) {
+    if (path[0] != '/' || !slash[1] || (size_t) (slash - path) >= sizeof (d)) {
         errno = EINVAL;
-        return tier_errprintf (error, "TierdPath %s: not an absolute file "
-                               "name", path);
+        return tier_errprintf (error,
+                               "TierdPath %s: not an absolute file "
+                               "name",
+                               path);
     }
     (void) snprintf (d, sizeof (d), "%.*s", (int) (slash - path), path);
     if ((dfd = tier_trust_open (d[0] ? d : "/", &dir, error)) < 0)

@@ -8,8 +8,8 @@
 #include "lib/error.h"
 
 /* One request to the agent of conf's node; *reply is malloc'd. */
-int spawn_call (const struct tier_conf *conf, const char *body,
-                char **reply, int timeout_ms, tier_error_t *error);
+int spawn_call (const struct tier_conf *conf, const char *body, char **reply,
+                int timeout_ms, tier_error_t *error);
 
 /* 0 if an agent answers a ping within timeout_ms. */
 int spawn_ping (const struct tier_conf *conf, int timeout_ms,

@@ -121,8 +121,8 @@ bad:
     return tier_errprintf (error, "the agent's stage-in plan is not valid");
 }
 
-int stage_start (const struct tier_conf *conf, uint32_t job_id,
-                 uid_t uid, gid_t gid, char items[][PATH_MAX], int n,
+int stage_start (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
+                 gid_t gid, char items[][PATH_MAX], int n,
                  struct tier_stage_plan *plan, tier_error_t *error)
 {
     static char body[TIER_STAGE_ITEMS_MAX * (PATH_MAX + 8) + 256];
@@ -146,16 +146,15 @@ int stage_start (const struct tier_conf *conf, uint32_t job_id,
     tier_jw_arr_end (&w);
     if (tier_jw_finish (&w) < 0)
         return tier_errprintf (error, "stage-in request too large");
-    rc = spawn_call (conf, body, &reply, (int) conf->agent_timeout_ms,
-                     error);
+    rc = spawn_call (conf, body, &reply, (int) conf->agent_timeout_ms, error);
     if (rc == 0 && plan)
         rc = read_plan (reply, n, plan, error);
     free (reply);
     return rc;
 }
 
-int stage_wait (const struct tier_conf *conf, uint32_t job_id,
-                int parts, bool report, bool (*gone) (uint32_t job_id),
+int stage_wait (const struct tier_conf *conf, uint32_t job_id, int parts,
+                bool report, bool (*gone) (uint32_t job_id),
                 tier_error_t *error)
 {
     int64_t start = (tier_now_ms () / 1000), last = start, checked = start;
@@ -281,8 +280,8 @@ int stage_bind (spank_t sp, const struct tier_conf *conf, uint32_t job_id,
          * root (never a symlink out of it: a bind over /etc/passwd in a
          * job with set-user-ID binaries would give root), of the same type */
         if ((tfd = ns_resolve_path (&m, "--tier-stage-in", target,
-                                    is_dir ? TIER_RESOLVE_DIR : 0,
-                                    error)) < 0) {
+                                    is_dir ? TIER_RESOLVE_DIR : 0, error))
+            < 0) {
             close (sfd);
             rc = -1;
             break;
@@ -311,8 +310,8 @@ out:
     return rc;
 }
 
-int stage_out_item (const char *item, char *dir, size_t dirsize,
-                    char *url, size_t urlsize)
+int stage_out_item (const char *item, char *dir, size_t dirsize, char *url,
+                    size_t urlsize)
 {
     char raw[2 * PATH_MAX];
     uint64_t size;
@@ -345,8 +344,8 @@ static int out_url_check (const char *url, tier_error_t *error)
 }
 
 int stage_out_dirs (const char *option, const char *policy_dirs,
-                    const struct tier_pattern_ctx *ctx, char *out,
-                    size_t size, tier_error_t *error)
+                    const struct tier_pattern_ctx *ctx, char *out, size_t size,
+                    tier_error_t *error)
 {
     char item[PATH_MAX + 64], exp[2 * PATH_MAX], esc[4 * PATH_MAX];
     const char *lists[2] = { option, policy_dirs };
@@ -401,7 +400,8 @@ int stage_out_dirs (const char *option, const char *policy_dirs,
                 char have[PATH_MAX + 64], hdir[PATH_MAX], hurl[PATH_MAX];
                 while ((q = tier_list_next (q, have, sizeof (have))))
                     if (stage_out_item (have, hdir, sizeof (hdir), hurl,
-                                        sizeof (hurl)) == 0
+                                        sizeof (hurl))
+                            == 0
                         && !strcmp (hdir, norm))
                         dup = true;
             }
@@ -426,8 +426,7 @@ int stage_out_dirs (const char *option, const char *policy_dirs,
 }
 
 int stage_out_start (const struct tier_conf *conf, uint32_t job_id,
-                     uint32_t restart, const char *list,
-                     tier_error_t *error)
+                     uint32_t restart, const char *list, tier_error_t *error)
 {
     static char body[TIER_OPT_VALUE_MAX * 2];
     char item[PATH_MAX + 64], dir[PATH_MAX], url[PATH_MAX], *reply = NULL;
@@ -441,21 +440,18 @@ int stage_out_start (const struct tier_conf *conf, uint32_t job_id,
     tier_jw_uint (&w, "restart", restart);
     tier_jw_arr_begin (&w, "dirs");
     for (p = list; (p = tier_list_next (p, item, sizeof (item)));)
-        if (stage_out_item (item, dir, sizeof (dir), url,
-                            sizeof (url)) == 0)
+        if (stage_out_item (item, dir, sizeof (dir), url, sizeof (url)) == 0)
             tier_jw_str (&w, NULL, dir);
     tier_jw_arr_end (&w);
     /* urls[K]: where the files of dirs[K] go; "" for the GFS itself */
     tier_jw_arr_begin (&w, "urls");
     for (p = list; (p = tier_list_next (p, item, sizeof (item)));)
-        if (stage_out_item (item, dir, sizeof (dir), url,
-                            sizeof (url)) == 0)
+        if (stage_out_item (item, dir, sizeof (dir), url, sizeof (url)) == 0)
             tier_jw_str (&w, NULL, url);
     tier_jw_arr_end (&w);
     if (tier_jw_finish (&w) < 0)
         return tier_errprintf (error, "stage-out request too large");
-    rc = spawn_call (conf, body, &reply, (int) conf->agent_timeout_ms,
-                     error);
+    rc = spawn_call (conf, body, &reply, (int) conf->agent_timeout_ms, error);
     free (reply);
     return rc;
 }

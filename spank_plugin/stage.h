@@ -33,8 +33,8 @@ struct tier_stage_plan {
 /* Ask the node's agent to copy the items (once per job and item: what a
  * request adds is staged as another part); plan (may be NULL) gets its
  * answer. */
-int stage_start (const struct tier_conf *conf, uint32_t job_id,
-                 uid_t uid, gid_t gid, char items[][PATH_MAX], int n,
+int stage_start (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
+                 gid_t gid, char items[][PATH_MAX], int n,
                  struct tier_stage_plan *plan, tier_error_t *error);
 
 /* Wait until the copies of every part are done (progress every 10 s when
@@ -42,8 +42,8 @@ int stage_start (const struct tier_conf *conf, uint32_t job_id,
  * cancelled (asked every 3 s).  -1 with the failure (naming the path)
  * otherwise.
  */
-int stage_wait (const struct tier_conf *conf, uint32_t job_id,
-                int parts, bool report, bool (*gone) (uint32_t job_id),
+int stage_wait (const struct tier_conf *conf, uint32_t job_id, int parts,
+                bool report, bool (*gone) (uint32_t job_id),
                 tier_error_t *error);
 
 /* Bind the copies read-only over their paths, once per job and node (the
@@ -61,21 +61,20 @@ int stage_bind (spank_t sp, const struct tier_conf *conf, uint32_t job_id,
  * once -- as a ',' list with '\' escapes.  -1 with the failure.
  */
 int stage_out_dirs (const char *option, const char *policy_dirs,
-                    const struct tier_pattern_ctx *ctx, char *out,
-                    size_t size, tier_error_t *error);
+                    const struct tier_pattern_ctx *ctx, char *out, size_t size,
+                    tier_error_t *error);
 
 /* One item of that list: the GFS directory into dir, and the URL its
  * files go to into url ("" when they go to the directory itself).
  * Returns 0, or -1 with errno set.
  */
-int stage_out_item (const char *item, char *dir, size_t dirsize,
-                    char *url, size_t urlsize);
+int stage_out_item (const char *item, char *dir, size_t dirsize, char *url,
+                    size_t urlsize);
 
 /* Start the job's migrator on this node (its output overlays are
  * mounted). */
 int stage_out_start (const struct tier_conf *conf, uint32_t job_id,
-                     uint32_t restart, const char *list,
-                     tier_error_t *error);
+                     uint32_t restart, const char *list, tier_error_t *error);
 
 /* Publish what the outputs hold now; wait up to timeout_ms for every
  * output to reach the GFS (0: do not wait).  With end (the epilog), the

@@ -47,8 +47,7 @@ static bool is_array_long (const char *name, size_t len)
     return len >= 3 && len <= 5 && !strncmp (name, "array", len);
 }
 
-int submit_argv_array (int argc, char *const argv[], int *script,
-                       int *wrap)
+int submit_argv_array (int argc, char *const argv[], int *script, int *wrap)
 {
     int array = 0;
 

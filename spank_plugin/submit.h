@@ -13,8 +13,7 @@
  * is given, 0 if not.  *script is set to the index of the batch script
  * argument (0 if none: --wrap or stdin).  *wrap is set if --wrap is given.
  */
-int submit_argv_array (int argc, char *const argv[], int *script,
-                       int *wrap);
+int submit_argv_array (int argc, char *const argv[], int *script, int *wrap);
 
 /* Scan a batch script's #SBATCH lines (those before the first command, as
  * sbatch reads them).  Returns 1 if one gives --array/-a, else 0.

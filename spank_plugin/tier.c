@@ -429,9 +429,9 @@ static void prolog_stage_in (const struct tier_conf *conf, uint32_t job_id,
     ctx.job_name = name;
     ctx.user = user;
     if ((n = stage_expand (tier.opts.stage_in, &ctx, items,
-                           TIER_STAGE_ITEMS_MAX, &error)) < 0
-        || stage_start (conf, job_id, uid, gid, items, n, NULL,
-                        &error) < 0)
+                           TIER_STAGE_ITEMS_MAX, &error))
+            < 0
+        || stage_start (conf, job_id, uid, gid, items, n, NULL, &error) < 0)
         slurm_error ("tier: prolog of job %u: stage-in: %s", job_id,
                      error.text);
 }
@@ -458,8 +458,7 @@ int slurm_spank_job_prolog (spank_t sp, int ac, char **av)
         return 0;
     }
     if (conf->enabled
-        && spawn_ensure (conf, tier.conf_path, conf->node, 5000,
-                         &error) < 0)
+        && spawn_ensure (conf, tier.conf_path, conf->node, 5000, &error) < 0)
         slurm_error ("tier: prolog: %s", error.text);
     if (conf->enabled && ns_wanted ()) {
         uint32_t job_id = 0;
@@ -521,9 +520,9 @@ static void sync_outputs_end (const struct tier_conf *conf, uint32_t job_id)
     if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_STAGEOUT, list,
                       sizeof (list)) < 0 || !list[0])
         return;
-    if (stage_out_sync (conf, job_id,
-                        (int64_t) conf->stage_out_timeout * 1000, true,
-                        &left, &error) < 0) {
+    if (stage_out_sync (conf, job_id, (int64_t) conf->stage_out_timeout * 1000,
+                        true, &left, &error)
+        < 0) {
         slurm_error ("tier: epilog of job %u: stage-out: %s", job_id,
                      error.text);
         return;
@@ -577,11 +576,14 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
 
         /* the directories mounted, each with the keep= of its frozen
          * policy; --tier-keep for those without */
-        if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_SCRATCH,
-                          scratch, sizeof (scratch)) == 0 && scratch[0]) {
+        if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_SCRATCH, scratch,
+                          sizeof (scratch))
+                == 0
+            && scratch[0]) {
             if (keep_scratch_finish (sp, conf, job_id, restart, scratch,
                                      tier.opts.keep, tier_job_failed, &st,
-                                     &error) < 0)
+                                     &error)
+                < 0)
                 slurm_error ("tier: epilog of job %u: %s", job_id,
                              error.text);
             if (st.kept_dirs)
@@ -604,15 +606,16 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
     }
 
     sync_outputs_end (conf, job_id);
-    if (spawn_call (conf, body, &reply, (int) conf->agent_timeout_ms,
-                    &error) < 0) {
+    if (spawn_call (conf, body, &reply, (int) conf->agent_timeout_ms, &error)
+        < 0) {
         if (errno == ENOENT && strstr (error.text, "not registered"))
             ;                           /* never reached this node's agent */
         else if (conf->enabled
-                 && spawn_ensure (conf, tier.conf_path, conf->node,
-                                  5000, &error) == 0)
-            (void) spawn_call (conf, body, &reply,
-                               (int) conf->agent_timeout_ms, &error);
+                 && spawn_ensure (conf, tier.conf_path, conf->node, 5000,
+                                  &error)
+                        == 0)
+            (void) spawn_call (conf, body, &reply, (int) conf->agent_timeout_ms,
+                               &error);
         else
             slurm_error ("tier: epilog of job %u: %s", job_id, error.text);
     }

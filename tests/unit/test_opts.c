@@ -72,16 +72,19 @@ static void test_lists (void **state)
     tier_error_t error;
     bool a = false;
 
-    assert_int_equal (opts_list_check ("--tier-batch", "/gfs/db", 0,
-                                       NULL, &error), 0);
-    assert_int_equal (opts_list_check ("--tier-batch", "/gfs/db,/gfs/x/",
-                                       0, NULL, &error), 0);
-    assert_int_equal (opts_list_check ("--tier-scratch",
-                                       "/gfs/run:16G,/gfs/t", TIER_ITEM_SIZE,
-                                       NULL, &error), 0);
+    assert_int_equal (opts_list_check ("--tier-batch", "/gfs/db", 0, NULL,
+                                       &error),
+                      0);
+    assert_int_equal (opts_list_check ("--tier-batch", "/gfs/db,/gfs/x/", 0,
+                                       NULL, &error),
+                      0);
+    assert_int_equal (opts_list_check ("--tier-scratch", "/gfs/run:16G,/gfs/t",
+                                       TIER_ITEM_SIZE, NULL, &error),
+                      0);
     assert_int_equal (opts_list_check ("--tier-stage-in",
                                        "/gfs/q/q%a.fa,/gfs/%u/%4j_%%",
-                                       TIER_ITEM_PATTERNS, &a, &error), 0);
+                                       TIER_ITEM_PATTERNS, &a, &error),
+                      0);
     assert_true (a);
     expect_list_error ("--tier-scratch", "relative/path", TIER_ITEM_SIZE,
                        "'relative/path' is not an absolute path");
@@ -122,7 +125,8 @@ static void test_lists (void **state)
     /* a backslash: taken literally, as sbatch does */
     a = false;
     assert_int_equal (opts_list_check ("--tier-stage-in", "/gfs/\\%a",
-                                       TIER_ITEM_PATTERNS, &a, &error), 0);
+                                       TIER_ITEM_PATTERNS, &a, &error),
+                      0);
     assert_false (a);
 }
 
@@ -137,13 +141,16 @@ static void test_url_items (void **state)
                                        "s3://bkt/q%a.txt=/gfs/in/q%a.txt,"
                                        "https://127.0.0.1:8443/dav/x%%20y"
                                        "=/gfs/x,http://h/%u/%j=/gfs/%j,"
-                                       "/gfs/plain", SI, &a, &error), 0);
+                                       "/gfs/plain",
+                                       SI, &a, &error),
+                      0);
     assert_true (a);
     /* %a in the URL alone counts too */
     a = false;
     assert_int_equal (opts_list_check ("--tier-stage-in",
                                        "s3://bkt/q%3a=/gfs/in/q", SI, &a,
-                                       &error), 0);
+                                       &error),
+                      0);
     assert_true (a);
     /* no secrets in URLs: no query, no user:password@ */
     expect_list_error ("--tier-stage-in",
@@ -154,13 +161,15 @@ static void test_url_items (void **state)
     {
         tier_error_t e = { { 0 } };
         assert_int_equal (opts_list_check ("--tier-stage-in",
-                                           "https://al:pw@h/x=/gfs/x",
-                                           SI, NULL, &e), -1);
+                                           "https://al:pw@h/x=/gfs/x", SI, NULL,
+                                           &e),
+                          -1);
         assert_non_null (strstr (e.text, "credentials in the URL"));
         assert_null (strstr (e.text, "pw"));
         assert_int_equal (opts_list_check ("--tier-stage-in",
-                                           "https://al:pw@h/%q=/gfs/x",
-                                           SI, NULL, &e), -1);
+                                           "https://al:pw@h/%q=/gfs/x", SI,
+                                           NULL, &e),
+                          -1);
         assert_non_null (strstr (e.text, "unknown pattern"));
         assert_null (strstr (e.text, "pw"));
     }
@@ -221,14 +230,15 @@ static void test_url_out_items (void **state)
                                        "/gfs/out=s3://bkt/out/%a/,"
                                        "/gfs/o2=https://127.0.0.1:8443/"
                                        "dav/%u/%j/,/gfs/plain,"
-                                       "/gfs/o3=s3://bkt", SO, &a,
-                                       &error), 0);
+                                       "/gfs/o3=s3://bkt",
+                                       SO, &a, &error),
+                      0);
     assert_true (a);
     /* %a in the URL alone counts */
     a = false;
     assert_int_equal (opts_list_check ("--tier-stage-out",
-                                       "/gfs/out=s3://bkt/%a/", SO, &a,
-                                       &error), 0);
+                                       "/gfs/out=s3://bkt/%a/", SO, &a, &error),
+                      0);
     assert_true (a);
     /* a prefix: it ends in '/' */
     expect_list_error ("--tier-stage-out", "/gfs/out=s3://bkt/out", SO,
@@ -240,22 +250,28 @@ static void test_url_out_items (void **state)
                        "/gfs/out=https://h/dav/?X-Amz-Signature=s3cr3t", SO,
                        "--tier-stage-out: https://h/dav/?...: a query string "
                        "is not allowed");
-    assert_int_equal (opts_list_check ("--tier-stage-out", "/gfs/out="
+    assert_int_equal (opts_list_check ("--tier-stage-out",
+                                       "/gfs/out="
                                        "https://h/o/?X-Amz-Signature="
-                                       "s3cr3t", SO, NULL, &error), -1);
+                                       "s3cr3t",
+                                       SO, NULL, &error),
+                      -1);
     assert_null (strstr (error.text, "s3cr3t"));
     expect_list_error ("--tier-stage-out", "/gfs/out=https://al:pw@h/o/", SO,
                        "credentials in the URL");
-    assert_int_equal (opts_list_check ("--tier-stage-out", "/gfs/out="
-                                       "https://al:pw@h/o/", SO, NULL,
-                                       &error), -1);
+    assert_int_equal (opts_list_check ("--tier-stage-out",
+                                       "/gfs/out="
+                                       "https://al:pw@h/o/",
+                                       SO, NULL, &error),
+                      -1);
     assert_null (strstr (error.text, "pw@"));
     /* patterns: a literal '%' is %% */
     expect_list_error ("--tier-stage-out", "/gfs/out=https://h/a%20b/", SO,
                        "unknown pattern");
     assert_int_equal (opts_list_check ("--tier-stage-out",
-                                       "/gfs/out=https://h/a%%20b/", SO,
-                                       NULL, &error), 0);
+                                       "/gfs/out=https://h/a%%20b/", SO, NULL,
+                                       &error),
+                      0);
     /* the directory is checked as any other */
     expect_list_error ("--tier-stage-out", "gfs/out=s3://bkt/o/", SO,
                        "is not an absolute path");
@@ -293,16 +309,19 @@ static void test_split_size (void **state)
     uint64_t size;
     tier_error_t error;
 
-    assert_int_equal (opts_split_size ("/gfs/run:16G", dir, sizeof (dir),
-                                       &size, &error), 0);
+    assert_int_equal (opts_split_size ("/gfs/run:16G", dir, sizeof (dir), &size,
+                                       &error),
+                      0);
     assert_string_equal (dir, "/gfs/run");
     assert_true (size == 16ULL << 30);
-    assert_int_equal (opts_split_size ("/gfs/a:b", dir, sizeof (dir),
-                                       &size, &error), 0);
+    assert_int_equal (opts_split_size ("/gfs/a:b", dir, sizeof (dir), &size,
+                                       &error),
+                      0);
     assert_string_equal (dir, "/gfs/a:b");      /* not a size: a name */
     assert_true (size == 0);
-    assert_int_equal (opts_split_size ("/gfs/a:b:1M", dir, sizeof (dir),
-                                       &size, &error), 0);
+    assert_int_equal (opts_split_size ("/gfs/a:b:1M", dir, sizeof (dir), &size,
+                                       &error),
+                      0);
     assert_string_equal (dir, "/gfs/a:b");
     assert_true (size == 1ULL << 20);
 }
@@ -320,39 +339,44 @@ static void test_escapes (void **state)
 
     assert_non_null (p = opts_next_item (p, item, sizeof (item)));
     assert_string_equal (item, "/gfs/x\\,upperdir=/etc:4M:keep=always");
-    assert_int_equal (opts_split_item (item, dir, sizeof (dir), &size,
-                                       &keep, &error), 0);
+    assert_int_equal (opts_split_item (item, dir, sizeof (dir), &size, &keep,
+                                       &error),
+                      0);
     assert_string_equal (dir, "/gfs/x,upperdir=/etc");
     assert_true (size == 4ULL << 20);
     assert_int_equal (keep, TIER_KEEP_ALWAYS);
     assert_non_null (p = opts_next_item (p, item, sizeof (item)));
-    assert_int_equal (opts_split_item (item, dir, sizeof (dir), &size,
-                                       &keep, &error), 0);
+    assert_int_equal (opts_split_item (item, dir, sizeof (dir), &size, &keep,
+                                       &error),
+                      0);
     assert_string_equal (dir, "/gfs/b\\");            /* "\\\\" is one '\\' */
     assert_int_equal (keep, TIER_KEEP_UNSET);
     assert_non_null (p = opts_next_item (p, item, sizeof (item)));
-    assert_int_equal (opts_split_size (item, dir, sizeof (dir), &size,
-                                       &error), 0);
+    assert_int_equal (opts_split_size (item, dir, sizeof (dir), &size, &error),
+                      0);
     assert_string_equal (dir, "/gfs/c:16G");           /* an escaped ':' */
     assert_true (size == 0);
     assert_non_null (p = opts_next_item (p, item, sizeof (item)));
-    assert_int_equal (opts_split_size (item, dir, sizeof (dir), &size,
-                                       &error), 0);
+    assert_int_equal (opts_split_size (item, dir, sizeof (dir), &size, &error),
+                      0);
     assert_string_equal (dir, "/gfs/d\\e");           /* '\\' + other: kept */
     assert_null (opts_next_item (p, item, sizeof (item)));
     /* the list check takes the same items */
-    assert_int_equal (opts_list_check ("--tier-scratch", list,
-                                       TIER_ITEM_SIZE, NULL, &error), 0);
-    assert_int_equal (opts_list_check ("--tier-scratch",
-                                       "/gfs/x,upperdir=/etc",
-                                       TIER_ITEM_SIZE, NULL, &error), -1);
+    assert_int_equal (opts_list_check ("--tier-scratch", list, TIER_ITEM_SIZE,
+                                       NULL, &error),
+                      0);
+    assert_int_equal (opts_list_check ("--tier-scratch", "/gfs/x,upperdir=/etc",
+                                       TIER_ITEM_SIZE, NULL, &error),
+                      -1);
     assert_non_null (strstr (error.text, "not an absolute path"));
     assert_int_equal (opts_list_check ("--tier-scratch",
-                                       "/gfs/x:keep=sometimes",
-                                       TIER_ITEM_SIZE, NULL, &error), -1);
+                                       "/gfs/x:keep=sometimes", TIER_ITEM_SIZE,
+                                       NULL, &error),
+                      -1);
     assert_non_null (strstr (error.text, "keep= is not one of"));
     assert_int_equal (opts_list_check ("--tier-scratch", "/gfs/x:0",
-                                       TIER_ITEM_SIZE, NULL, &error), -1);
+                                       TIER_ITEM_SIZE, NULL, &error),
+                      -1);
     assert_non_null (strstr (error.text, "more than 0"));
 }
 
@@ -366,37 +390,47 @@ static void test_expand (void **state)
     char out[256];
     tier_error_t error;
 
-    assert_int_equal (opts_pattern_expand ("/g/%A_%a/%j/%u/%x/%N/%n/%%",
-                                           &ctx, out, sizeof (out), &error), 0);
+    assert_int_equal (opts_pattern_expand ("/g/%A_%a/%j/%u/%x/%N/%n/%%", &ctx,
+                                           out, sizeof (out), &error),
+                      0);
     assert_string_equal (out, "/g/4242_7/4250/alice/blast/n2/1/%");
     assert_int_equal (opts_pattern_expand ("/g/q%3a.fa", &ctx, out,
-                                           sizeof (out), &error), 0);
+                                           sizeof (out), &error),
+                      0);
     assert_string_equal (out, "/g/q007.fa");
     assert_int_equal (opts_pattern_expand ("/g/%10j", &ctx, out, sizeof (out),
-                                           &error), 0);
+                                           &error),
+                      0);
     assert_string_equal (out, "/g/0000004250");
     assert_int_equal (opts_pattern_expand ("/g/%99j", &ctx, out, sizeof (out),
-                                           &error), 0);
+                                           &error),
+                      0);
     assert_string_equal (out, "/g/0000004250");
     assert_int_equal (opts_pattern_expand ("/g/%3u", &ctx, out, sizeof (out),
-                                           &error), 0);
+                                           &error),
+                      0);
     assert_string_equal (out, "/g/alice");      /* no padding of names */
     assert_int_equal (opts_pattern_expand ("/g/\\%a", &ctx, out, sizeof (out),
-                                           &error), 0);
+                                           &error),
+                      0);
     assert_string_equal (out, "/g/\\%a");       /* literal */
     ctx.is_array = false;
     assert_int_equal (opts_pattern_expand ("/g/%A", &ctx, out, sizeof (out),
-                                           &error), 0);
+                                           &error),
+                      0);
     assert_string_equal (out, "/g/4250");       /* %A: the job id */
     assert_int_equal (opts_pattern_expand ("/g/%a", &ctx, out, sizeof (out),
-                                           &error), -1);
+                                           &error),
+                      -1);
     assert_non_null (strstr (error.text, "not an array job"));
     ctx.job_name = "../../etc";
     assert_int_equal (opts_pattern_expand ("/g/%x", &ctx, out, sizeof (out),
-                                           &error), -1);
+                                           &error),
+                      -1);
     ctx.job_name = "..";
     assert_int_equal (opts_pattern_expand ("/g/%x", &ctx, out, sizeof (out),
-                                           &error), -1);
+                                           &error),
+                      -1);
     ctx.job_name = "ok";
     assert_int_equal (opts_pattern_expand ("/g/%j%j%j", &ctx, out, 8, &error),
                       -1);
@@ -487,8 +521,8 @@ static void test_sbatch_argv (void **state)
         int argc = 0, script, wrap;
         while (cases[i].argv[argc])
             argc++;
-        assert_int_equal (submit_argv_array (argc, cases[i].argv,
-                                             &script, &wrap),
+        assert_int_equal (submit_argv_array (argc, cases[i].argv, &script,
+                                             &wrap),
                           cases[i].array);
         assert_int_equal (script, cases[i].script);
         assert_int_equal (wrap, cases[i].wrap);
@@ -513,8 +547,7 @@ static void test_sbatch_script (void **state)
     };
 
     for (size_t i = 0; i < sizeof (yes) / sizeof (yes[0]); i++)
-        assert_int_equal (submit_script_array (yes[i], strlen (yes[i])),
-                          1);
+        assert_int_equal (submit_script_array (yes[i], strlen (yes[i])), 1);
     for (size_t i = 0; i < sizeof (no) / sizeof (no[0]); i++)
         assert_int_equal (submit_script_array (no[i], strlen (no[i])), 0);
 }

@@ -342,12 +342,12 @@ static void test_groups (void **state)
     j.ngroups = 3;
     j.groups[0] = 1000;
     j.groups[1] = 0;
-    j.groups[2] = 4294967294u;          /* the largest gid */
+    j.groups[2] = 4294967294u; /* the largest gid */
     assert_int_equal (store_job_put (st, &j, &error), 0);
-    j = mkjob (4244, 0, 1001);          /* not known */
+    j = mkjob (4244, 0, 1001); /* not known */
     assert_int_equal (store_job_put (st, &j, &error), 0);
     j = mkjob (4245, 0, 1002);
-    j.ngroups = 0;                      /* known: none */
+    j.ngroups = 0; /* known: none */
     assert_int_equal (store_job_put (st, &j, &error), 0);
     j = mkjob (4246, 0, 1003);
     j.ngroups = TIER_CRED_GROUPS_MAX;
@@ -384,7 +384,7 @@ static void put_raw (uint32_t job_id, const char *json)
     MDB_dbi dbi;
 
     for (int i = 0; i < 4; i++)
-        k[i] = (job_id >> (24 - 8 * i)) & 0xff;     /* restart 0 */
+        k[i] = (job_id >> (24 - 8 * i)) & 0xff; /* restart 0 */
     assert_int_equal (mdb_env_create (&env), 0);
     assert_int_equal (mdb_env_set_maxdbs (env, 8), 0);
     assert_int_equal (mdb_env_open (env, dir, MDB_NOTLS, 0600), 0);
@@ -404,14 +404,15 @@ static void test_groups_old_records (void **state)
     assert_non_null (st);
     store_close (st);
     /* before the agent stored groups */
-    put_raw (4243, "{\"job_id\":4243,\"restart\":0,\"batch_id\":4242,"
+    put_raw (4243,
+             "{\"job_id\":4243,\"restart\":0,\"batch_id\":4242,"
              "\"uid\":1000,\"gid\":1000,\"user\":\"u1000\",\"node\":\"n1\","
              "\"state\":\"running\",\"steps\":2,\"options\":\"{}\"}");
     /* groups no agent writes: taken as not known, the rest kept */
     put_raw (4244, "{\"job_id\":4244,\"restart\":0,\"uid\":1001,"
-             "\"gid\":1001,\"user\":\"u1001\",\"groups\":[1001,-1]}");
+                   "\"gid\":1001,\"user\":\"u1001\",\"groups\":[1001,-1]}");
     put_raw (4245, "{\"job_id\":4245,\"restart\":0,\"uid\":1002,"
-             "\"gid\":1002,\"user\":\"u1002\",\"groups\":\"1002\"}");
+                   "\"gid\":1002,\"user\":\"u1002\",\"groups\":\"1002\"}");
     assert_non_null (st = store_open (dir, 1 << 24, &error));
     assert_int_equal (store_job_get (st, 4243, 0, &g, &error), 0);
     assert_int_equal (g.ngroups, -1);
@@ -446,7 +447,7 @@ static void test_groups_valid (void **state)
         { "null", EINVAL },
         { "1000", EINVAL },
         { "[-1]", EINVAL },
-        { "[4294967295]", EINVAL },     /* (gid_t) -1: no group */
+        { "[4294967295]", EINVAL }, /* (gid_t) -1: no group */
         { "[4294967296]", EINVAL },
         { "[1000,1.5]", EINVAL },
         { "[\"1000\"]", EINVAL },
@@ -464,8 +465,7 @@ static void test_groups_valid (void **state)
     j.ngroups = 1;
     j.groups[0] = 77;
     for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++) {
-        assert_non_null (a = json_loads (bad[i].json, JSON_DECODE_ANY,
-                                         &jerr));
+        assert_non_null (a = json_loads (bad[i].json, JSON_DECODE_ANY, &jerr));
         errno = 0;
         error.text[0] = '\0';
         assert_int_equal (store_job_set_groups (&j, a, &error), -1);
@@ -523,8 +523,7 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_counters, setup, teardown),
         cmocka_unit_test_setup_teardown (test_refuses_open_dir, setup,
                                          teardown),
-        cmocka_unit_test_setup_teardown (test_stale_readers, setup,
-                                         teardown),
+        cmocka_unit_test_setup_teardown (test_stale_readers, setup, teardown),
         cmocka_unit_test_setup_teardown (test_uploads, setup, teardown),
         cmocka_unit_test_setup_teardown (test_groups, setup, teardown),
         cmocka_unit_test_setup_teardown (test_groups_old_records, setup,
