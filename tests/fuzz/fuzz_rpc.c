@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/child.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 
@@ -195,8 +196,8 @@ static void reap_children (void)
 
     for (int i = 0; i < 5000; i++) {
         while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
-            if (!replica_child (&A, pid, status))
-                (void) migrate_child (&A, pid, status);
+            if (!child_reaped (&A, pid, status))
+                (void) replica_child (&A, pid, status);
         if (pid < 0 || agent_children (false) == 0)
             return;
         nanosleep (&ts, NULL);

@@ -13,7 +13,9 @@ packages () {
 # package that has them.  A prerequisite CI lacks is a failed test.
 PREREQ_CMDS="slurmctld:slurmctld slurmd:slurmd munged:munge
   fusermount3:fuse3 busybox:busybox-static python3:python3
-  xmllint:libxml2-utils npm:npm openssl:openssl curl:curl strace:strace"
+  xmllint:libxml2-utils npm:npm openssl:openssl curl:curl strace:strace
+  clang-format-14:clang-format git-clang-format-14:clang-format
+  git-clang-format:clang-format"
 
 test_expect_success 'every prerequisite command comes from a listed package' '
     packages >"$TRASH/pkgs" && test -s "$TRASH/pkgs" &&
