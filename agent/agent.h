@@ -142,9 +142,10 @@ json_t *ctr_to_json (const struct tier_counters *c);
 
 /* stats.c: per-batch snapshots for tierctl stats, node metrics */
 void stats_tick (struct agent *a, bool force);
-bool stats_child (struct agent *a, pid_t pid, int status);  /* reaped */
+/* Always false now: child.c reaps the publishers (to be removed). */
+bool stats_child (struct agent *a, pid_t pid, int status);
 
-/* stage.c: stage-in */
+/* stage.c: stage-in (its modules: stage.h) */
 json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
                      tier_error_t *error);
 void stage_job_end (struct agent *a, const struct store_job *job);

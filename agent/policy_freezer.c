@@ -8,13 +8,14 @@
  * credentials (TIER_CRED_OWN: the primary group only, as the files are
  * the user's own, 0700) -- never as root against user paths, so that a
  * GFS that squashes root works -- every component opened beneath
- * SharedStateDir under lib/trust.h's rules (lib/state.h knows the
- * names).  The agent parses; the child only moves bytes, and answers
- * with one message of policy_msg.h.  A frozen set is published with
- * link() from a unique temporary, so the first node of a job wins.
+ * SharedStateDir without following a symlink, the user's directory under
+ * lib/trust.h's USER_PRIVATE rule (lib/state.h knows the names).  The
+ * agent parses; the child only moves bytes, and answers with one message
+ * of policy_msg.h.  A frozen set is published with link() from a unique
+ * temporary, so the first node of a job wins.
  *
  * Owns the freezer and the sweep of old frozen sets.  Calls lib/state,
- * lib/trust, policies/files.h and policy_msg.c.
+ * policies/files.h and policy_msg.c.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -34,7 +35,6 @@
 
 #include "lib/log.h"
 #include "lib/state.h"
-#include "lib/trust.h"
 #include "policies/files.h"
 #include "child.h"
 #include "policy_freezer.h"
@@ -61,27 +61,21 @@ static int tell (int chan, enum polmsg_type type, const char *text)
 }
 
 /* The user's TIER_STATE_JOBS (or its JOB.RESTART), beneath the user's
- * directory ufd. */
+ * directory ufd (the user's own: made by the user, refusing symlinks). */
 static int open_jobs (const struct freezer *f, int ufd, bool job,
                       bool create, tier_error_t *error)
 {
-    const struct tier_trust own = {
-        .kind = TIER_TRUST_USER_PRIVATE, .uid = f->job->uid,
-        .gid = (gid_t) -1, .flags = O_DIRECTORY, .create = create ? 0700 : 0,
-        .parents = create,
-    };
-    char shown[PATH_MAX], rel[96];
-    int n = snprintf (rel, sizeof (rel), "%s", TIER_STATE_JOBS);
+    char name[64];
+    int jfd, d;
 
-    if (job) {
-        rel[n++] = '/';
-        tier_state_job_name (f->job->job_id, f->job->restart, rel + n,
-                             sizeof (rel) - (size_t) n);
-    }
-    if (tier_state_user_path (f->root, f->job->user, NULL, shown,
-                              sizeof (shown)) < 0)
-        (void) snprintf (shown, sizeof (shown), "%s", f->job->user);
-    return tier_trust_openat (ufd, shown, rel, &own, error);
+    if ((jfd = tier_policy_subdir (ufd, TIER_STATE_JOBS, create, error)) < 0
+        || !job)
+        return jfd;
+    tier_state_job_name (f->job->job_id, f->job->restart, name,
+                         sizeof (name));
+    d = tier_policy_subdir (jfd, name, create, error);
+    close (jfd);
+    return d;
 }
 
 /* The job's frozen set if one exists, else the user's policies. */
