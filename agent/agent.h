@@ -142,9 +142,9 @@ json_t *ctr_to_json (const struct tier_counters *c);
 
 /* stats.c: per-batch snapshots for tierctl stats, node metrics */
 void stats_tick (struct agent *a, bool force);
-bool stats_child (struct agent *a, pid_t pid, int status);  /* reaped */
+/* Always false now: child.c reaps the publishers (to be removed). */
 
-/* stage.c: stage-in */
+/* stage.c: stage-in (its modules: stage.h) */
 json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
                      tier_error_t *error);
 void stage_job_end (struct agent *a, const struct store_job *job);
@@ -195,7 +195,6 @@ json_t *op_job_outputs (struct agent *a, struct conn *c, json_t *req,
 void migrate_job_end (struct agent *a, const struct store_job *job);
 void migrate_conn_gone (struct agent *a, struct conn *c);
 /* false: its children (migrators, manifest writers) are child.c's */
-bool migrate_child (struct agent *a, pid_t pid, int status);
 void migrate_tick (struct agent *a);
 /* the node's migrations; failed files only of uid's jobs (all for root
  * and SlurmUser) */

@@ -130,9 +130,11 @@ child_run (const struct child_spec *s, int chan, pid_t parent)
         (void) setpgid (0, 0);
     set_title (s);
     /* dies with its parent, even before the drop */
-    (void) prctl (PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid () != parent)
-        _exit (0);
+    if (!s->outlive) {
+        (void) prctl (PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid () != parent)
+            _exit (0);
+    }
     if (s->as_root && s->as_root (s->arg) < 0)
         _exit (CHILD_EXIT_SETUP);
     if (s->cred && tier_cred_drop (s->cred, s->mode) < 0) {
@@ -142,9 +144,11 @@ child_run (const struct child_spec *s, int chan, pid_t parent)
         _exit (CHILD_EXIT_SETUP);
     }
     /* the kernel cleared the parent-death signal with the credentials */
-    (void) prctl (PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid () != parent)
-        _exit (0);
+    if (!s->outlive) {
+        (void) prctl (PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid () != parent)
+            _exit (0);
+    }
     _exit (s->main ? s->main (s->arg, chan) : 0);
 }
 

@@ -18,7 +18,11 @@
  *      tier_cred_drop), when spec->cred is set; else it stays root;
  *   6. PR_SET_PDEATHSIG SIGKILL, armed after the last credential change
  *      (the kernel clears it on one), and an exit if the parent changed
- *      meanwhile (it died before the signal was armed);
+ *      meanwhile (it died before the signal was armed) -- unless
+ *      spec->outlive: a child whose work others wait for and that reports
+ *      through files rather than its channel (the stager: the job's tasks
+ *      wait for its status in the job's directory) finishes that work
+ *      when the agent dies or restarts;
  *   7. spec->main (arg, channel): its return value is the exit status.
  *
  * The channel is one end of an AF_UNIX stream socketpair with the typed
@@ -72,6 +76,7 @@ struct child_spec {
     int keep[CHILD_KEEP_MAX];       /* descriptors the child keeps */
     int nkeep;
     bool own_pgrp;                  /* its own process group */
+    bool outlive;                   /* no parent-death signal (step 6) */
     int deadline_ms;                /* killed after this long (0: never) */
     int stall_ms;                   /* killed after this long without a
                                      * message (0: never) */

@@ -184,6 +184,7 @@ static int mig_cred (struct agent *a, const struct mig *g,
 
     if (store_job_get (a->store, g->job_id, g->restart, &job, &e) < 0) {
         memset (&job, 0, sizeof (job));
+        job.ngroups = -1;               /* not known: NSS */
         job.job_id = g->job_id;
         job.restart = g->restart;
         job.uid = g->uid;
@@ -641,16 +642,6 @@ void migrate_gauges (struct agent *a, uint32_t batch, struct tier_counters *c)
     }
     c->v[TIER_ROLE_ENDPOINT][TIER_CTR_MIGRATIONS_PENDING] = pending;
     c->v[TIER_ROLE_ENDPOINT][TIER_CTR_MIGRATIONS_FAILED] = failed;
-}
-
-/* The migrators and manifest writers are child.c's now, reaped there
- * (child_reaped); nothing is left for server.c to hand over. */
-bool migrate_child (struct agent *a, pid_t pid, int status)
-{
-    (void) a;
-    (void) pid;
-    (void) status;
-    return false;
 }
 
 void migrate_tick (struct agent *a)

@@ -16,30 +16,26 @@
  * The node keeps what it applied with its registry, in
  * StateDir/policies/JOB.RESTART.json (root 0600), for job.policy.
  *
- * File work in the user's directory runs in a forked child that drops to
- * the user's uid and gid (no supplementary groups: the files are the
- * user's own, 0700) -- never as root against user paths, so a GFS that
- * squashes root works, and every component is opened with O_NOFOLLOW
- * beneath SharedStateDir.  The parent parses; the children only move
- * bytes through a pipe.
+ * File work in the user's directory runs in the policy freezer
+ * (policy_freezer.c), a child with the user's own credentials; this file
+ * parses what it reads and composes what it writes.  Calls
+ * policies/ (the model and its files), policy_freezer.c, the store and
+ * lib/trust.h (the node's copies in StateDir/policies/).
  */
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <jansson.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,303 +43,14 @@
 #include "lib/log.h"
 #include "lib/paths.h"
 #include "lib/state.h"
+#include "lib/trust.h"
 #include "policies/files.h"
 #include "policies/policy.h"
 #include "agent.h"
+#include "policy_freezer.h"
 #include "policy.h"
 
 #define FROZEN_FORMAT 1
-#define FROZEN_KEEP_MIN (30 * 86400)    /* shared frozen sets kept >= this */
-
-/* What the reading child found: a frozen set, the user's store, none. */
-enum {
-    FOUND_NONE = 'N',
-    FOUND_FROZEN = 'F',
-    FOUND_USER = 'U',
-    FOUND_ERROR = 'E',
-};
-
-static int drop_to_user (const struct store_job *job)
-{
-    if (setgroups (0, NULL) < 0 || setresgid (job->gid, job->gid, job->gid) < 0
-        || setresuid (job->uid, job->uid, job->uid) < 0)
-        return -1;
-    return 0;
-}
-
-static int write_all (int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-
-    while (len > 0) {
-        ssize_t n = write (fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        p += n;
-        len -= (size_t) n;
-    }
-    return 0;
-}
-
-/* In the child: one kind byte, then the text (or an error message). */
-static void send_found (int fd, char kind, const char *text)
-{
-    (void) write_all (fd, &kind, 1);
-    if (text)
-        (void) write_all (fd, text, strlen (text));
-}
-
-static void job_dir_name (const struct store_job *job, char *buf, size_t size)
-{
-    (void) snprintf (buf, size, "%u.%u", job->job_id, job->restart);
-}
-
-/* Child, as the user: the job's frozen set if one exists, else the
- * user's store.
- */
-static int child_read (const char *root, const struct store_job *job, int fd)
-{
-    tier_error_t e;
-    char name[64], *text = NULL;
-    int ufd, jfd, d;
-
-    if (drop_to_user (job) < 0) {
-        send_found (fd, FOUND_ERROR, "cannot take the user's credentials");
-        return 1;
-    }
-    if ((ufd = tier_policy_user_dir (root, job->user, job->uid, &e)) < 0) {
-        send_found (fd, FOUND_ERROR, e.text);
-        return 1;
-    }
-    job_dir_name (job, name, sizeof (name));
-    if ((jfd = tier_policy_subdir (ufd, "jobs", false, &e)) >= 0) {
-        if ((d = tier_policy_subdir (jfd, name, false, &e)) >= 0) {
-            if (tier_policy_read_at (d, TIER_POLICY_FROZEN_FILE, &text, NULL,
-                                     &e) == 0) {
-                send_found (fd, FOUND_FROZEN, text);
-                return 0;
-            }
-            close (d);
-        }
-        close (jfd);
-    }
-    if (tier_policy_read_at (ufd, TIER_POLICY_USER_FILE, &text, NULL,
-                             &e) == 0) {
-        send_found (fd, FOUND_USER, text);
-        return 0;
-    }
-    if (errno == ENOENT) {
-        send_found (fd, FOUND_NONE, NULL);
-        return 0;
-    }
-    send_found (fd, FOUND_ERROR, e.text);
-    return 1;
-}
-
-/* Remove frozen sets older than keep seconds (the job directories in
- * jobs/ whose policy.json is that old).
- */
-static void sweep_frozen (int jfd, time_t keep)
-{
-    time_t cutoff = time (NULL) - keep;
-    struct dirent *de;
-    int dfd = dup (jfd);
-    DIR *d;
-
-    if (dfd < 0 || !(d = fdopendir (dfd))) {
-        if (dfd >= 0)
-            close (dfd);
-        return;
-    }
-    while ((de = readdir (d))) {
-        struct stat st;
-        int sub;
-        if (de->d_name[0] == '.')
-            continue;
-        if ((sub = openat (jfd, de->d_name, O_RDONLY | O_DIRECTORY
-                           | O_NOFOLLOW | O_CLOEXEC)) < 0)
-            continue;
-        if (fstatat (sub, TIER_POLICY_FROZEN_FILE, &st,
-                     AT_SYMLINK_NOFOLLOW) == 0 && st.st_mtime < cutoff) {
-            (void) unlinkat (sub, TIER_POLICY_FROZEN_FILE, 0);
-            (void) unlinkat (jfd, de->d_name, AT_REMOVEDIR);
-        }
-        close (sub);
-    }
-    closedir (d);
-}
-
-/* Child, as the user: publish text as the job's frozen set unless one
- * exists; send back the set that is in force ('F' + text).
- */
-static int child_write (const char *root, const struct store_job *job,
-                        const char *text, time_t keep, int fd)
-{
-    tier_error_t e;
-    char name[64], *cur = NULL;
-    int ufd, jfd, d;
-
-    if (drop_to_user (job) < 0) {
-        send_found (fd, FOUND_ERROR, "cannot take the user's credentials");
-        return 1;
-    }
-    if ((ufd = tier_policy_user_dir (root, job->user, job->uid, &e)) < 0
-        || (jfd = tier_policy_subdir (ufd, "jobs", true, &e)) < 0) {
-        send_found (fd, FOUND_ERROR, e.text);
-        return 1;
-    }
-    if (keep > 0)
-        sweep_frozen (jfd, keep);
-    job_dir_name (job, name, sizeof (name));
-    if ((d = tier_policy_subdir (jfd, name, true, &e)) < 0) {
-        send_found (fd, FOUND_ERROR, e.text);
-        return 1;
-    }
-    if (tier_policy_write_at (d, TIER_POLICY_FROZEN_FILE, text, 0600, true,
-                              &e) == 0) {
-        send_found (fd, FOUND_FROZEN, text);
-        return 0;
-    }
-    if (errno != EEXIST) {
-        send_found (fd, FOUND_ERROR, e.text);
-        return 1;
-    }
-    /* another node of the job froze it first: theirs is in force */
-    if (tier_policy_read_at (d, TIER_POLICY_FROZEN_FILE, &cur, NULL,
-                             &e) < 0) {
-        send_found (fd, FOUND_ERROR, e.text);
-        return 1;
-    }
-    send_found (fd, FOUND_FROZEN, cur);
-    return 0;
-}
-
-/* Should this freeze also sweep the user's old frozen sets?  A sweep
- * reads every job directory the user has on the GFS: once per user and
- * node every FROZEN_SWEEP_S, not at each job (that was quadratic in the
- * jobs a user ran within the retention time).
- */
-#define FROZEN_SWEEP_S 3600
-#define SWEEPS_MAX 256
-
-static bool sweep_due (uid_t uid)
-{
-    static struct {
-        uid_t uid;
-        time_t last;
-    } sweeps[SWEEPS_MAX];
-    static int nsweeps;
-    time_t now = time (NULL);
-    int i, oldest = 0;
-
-    for (i = 0; i < nsweeps; i++)
-        if (sweeps[i].uid == uid)
-            break;
-    if (i == nsweeps) {
-        if (nsweeps < SWEEPS_MAX)
-            i = nsweeps++;
-        else {                          /* forget the longest ago */
-            for (int k = 1; k < nsweeps; k++)
-                if (sweeps[k].last < sweeps[oldest].last)
-                    oldest = k;
-            i = oldest;
-        }
-        sweeps[i].uid = uid;
-        sweeps[i].last = 0;
-    }
-    if (now - sweeps[i].last < FROZEN_SWEEP_S)
-        return false;
-    sweeps[i].last = now;
-    return true;
-}
-
-/* How long the agent waits for such a child (the GFS answering). */
-#define AS_USER_TIMEOUT_MS 5000
-
-/* Run fn in a child as the user and collect what it sends.  Returns the
- * kind, with the text in *out (malloc'd), or FOUND_ERROR.
- */
-static int as_user (struct agent *a, const struct store_job *job,
-                    const char *text, bool write, char **out)
-{
-    size_t len = 0, cap = 0;
-    char *buf = NULL;
-    int pfd[2], status = 0, kind;
-    pid_t pid;
-    time_t keep = a->conf->stats_retention > FROZEN_KEEP_MIN
-                  ? (time_t) a->conf->stats_retention : FROZEN_KEEP_MIN;
-    int64_t deadline = tier_now_ms () + AS_USER_TIMEOUT_MS;
-
-    if (!write || !sweep_due (job->uid))
-        keep = 0;                       /* no sweep this time */
-
-    *out = NULL;
-    if (pipe2 (pfd, O_CLOEXEC) < 0)
-        return FOUND_ERROR;
-    if ((pid = fork ()) < 0) {
-        close (pfd[0]);
-        close (pfd[1]);
-        return FOUND_ERROR;
-    }
-    if (pid == 0) {
-        close (pfd[0]);
-        _exit (write ? child_write (a->conf->shared_state_dir, job, text,
-                                    keep, pfd[1])
-                     : child_read (a->conf->shared_state_dir, job, pfd[1]));
-    }
-    close (pfd[1]);
-    for (;;) {
-        ssize_t n;
-        if (len + 4097 > cap) {
-            char *nb;
-            if (cap > TIER_POLICY_TEXT_MAX + 8192
-                || !(nb = realloc (buf, cap + 65536)))
-                break;
-            buf = nb;
-            cap += 65536;
-        }
-        {
-            /* a hung GFS must not stall the agent's loop for long */
-            struct pollfd pf = { .fd = pfd[0], .events = POLLIN };
-            int64_t left = deadline - tier_now_ms ();
-            int r = left > 0 ? poll (&pf, 1, (int) left) : 0;
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r == 0) {
-                (void) kill (pid, SIGKILL);     /* reaped with the others */
-                close (pfd[0]);
-                free (buf);
-                tier_log (LOG_ERR, "job %u: %s/users/%s did not answer "
-                          "within %d s", job->job_id,
-                          a->conf->shared_state_dir, job->user,
-                          AS_USER_TIMEOUT_MS / 1000);
-                *out = strdup ("the shared state directory did not answer "
-                               "in time");
-                return FOUND_ERROR;
-            }
-        }
-        n = read (pfd[0], buf + len, cap - len - 1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t) n;
-    }
-    close (pfd[0]);
-    while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (!buf || len == 0) {
-        free (buf);
-        return FOUND_ERROR;
-    }
-    buf[len] = '\0';
-    kind = buf[0];
-    memmove (buf, buf + 1, len);
-    *out = buf;
-    return kind;
-}
 
 static void report_cb (void *arg, const char *text)
 {
@@ -368,25 +75,36 @@ static void note (json_t *errors, const char *fmt, ...)
     (void) json_array_append_new (errors, json_string (e.text));
 }
 
-/* The node's copy, with its registry. */
-static int local_dir (struct agent *a)
+/* The node's copies, with its registry: StateDir/policies, root's 0700
+ * (lib/trust.h), made if missing. */
+static int local_dir (struct agent *a, tier_error_t *error)
 {
+    static const struct tier_trust rule = {
+        .kind = TIER_TRUST_ROOT_DIR, .create = 0700, .deny = 077,
+    };
     char path[PATH_MAX];
-    struct stat st;
-    int fd;
 
     (void) snprintf (path, sizeof (path), "%s/policies", a->conf->state_dir);
-    if (mkdir (path, 0700) < 0 && errno != EEXIST)
-        return -1;
-    if ((fd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                    | O_CLOEXEC)) < 0)
-        return -1;
-    if (fstat (fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 077)) {
-        close (fd);
-        errno = EPERM;
-        return -1;
+    return tier_trust_open (path, &rule, error);
+}
+
+/* "JOB.RESTART.json", the name of a local copy (keep_local). */
+static bool local_name (const char *s, uint32_t *id, uint32_t *rst)
+{
+    uint64_t v[2] = { 0, 0 };
+
+    for (int i = 0; i < 2; i++) {
+        if (!isdigit ((unsigned char) *s))
+            return false;
+        for (; isdigit ((unsigned char) *s); s++)
+            if ((v[i] = v[i] * 10 + (uint64_t) (*s - '0')) > UINT32_MAX)
+                return false;
+        if (*s++ != '.')
+            return false;
     }
-    return fd;
+    *id = (uint32_t) v[0];
+    *rst = (uint32_t) v[1];
+    return !strcmp (s, "json");
 }
 
 /* Drop local copies whose job is no longer in the registry. */
@@ -404,10 +122,8 @@ static void sweep_local (struct agent *a, int dfd)
     while ((de = readdir (d))) {
         struct store_job j;
         tier_error_t e;
-        unsigned id, rst;
-        char tail[8];
-        if (sscanf (de->d_name, "%u.%u.%7s", &id, &rst, tail) != 3
-            || strcmp (tail, "json"))
+        uint32_t id, rst;
+        if (!local_name (de->d_name, &id, &rst))
             continue;
         if (store_job_get (a->store, id, rst, &j, &e) < 0 && errno == ENOENT)
             (void) unlinkat (dfd, de->d_name, 0);
@@ -422,8 +138,8 @@ static void keep_local (struct agent *a, const struct store_job *job,
     tier_error_t e;
     int dfd;
 
-    if ((dfd = local_dir (a)) < 0) {
-        tier_log_error ("%s/policies", a->conf->state_dir);
+    if ((dfd = local_dir (a, &e)) < 0) {
+        tier_log (LOG_ERR, "%s", e.text);
         return;
     }
     sweep_local (a, dfd);
@@ -566,26 +282,92 @@ out:
     return out;
 }
 
+/* A path in the user's directory, for messages. */
+static const char *user_path (struct agent *a, const struct store_job *job,
+                              const char *sub, char *buf, size_t size)
+{
+    if (tier_state_user_path (a->conf->shared_state_dir, job->user, sub, buf,
+                              size) < 0)
+        (void) snprintf (buf, size, "%s", a->conf->shared_state_dir);
+    return buf;
+}
+
+/* The user and job layers over the site's: what the freezer found (kind,
+ * found) and the job's options. */
+static void add_layers (struct agent *a, const struct store_job *job,
+                        struct tier_policy_set *all, int kind,
+                        const char *found, json_t *errors)
+{
+    char path[PATH_MAX];
+    json_error_t jerr;
+    tier_error_t e;
+    json_t *opts;
+
+    (void) tier_policy_load_site (all, a->conf->site_policy_dir, report_cb,
+                                  errors);
+    if (kind == POLMSG_USER) {
+        if (tier_policy_parse (all, found, strlen (found), TIER_LAYER_USER,
+                               user_path (a, job, TIER_STATE_POLICIES, path,
+                                          sizeof (path)), &e) < 0)
+            note (errors, "user policies of %s are not used: %s", job->user,
+                  e.text);
+    }
+    else if (kind == POLMSG_ERROR && a->conf->shared_state_dir[0])
+        note (errors, "user policies of %s cannot be read: %s", job->user,
+              found && found[0] ? found : "the helper failed");
+    if (!(opts = json_loads (job->options[0] ? job->options : "{}", 0, &jerr))
+        || tier_policy_from_options (all, opts, &e) < 0)
+        note (errors, "job %u: its --tier options give no policies: %s",
+              job->job_id, opts ? e.text : "not JSON");
+    json_decref (opts);
+}
+
+/* Publish *text as the job's frozen set; if another node came first,
+ * theirs (adopted) replaces it, *by says so. */
+static void publish (struct agent *a, const struct store_job *job,
+                     char **text, int *count, int *nrefused, const char **by)
+{
+    char path[PATH_MAX], *cur = NULL, *mine;
+    int k = policy_freezer_write (a, job, *text, &cur), c2 = 0, r2 = 0;
+    tier_error_t e;
+
+    if (k == POLMSG_FROZEN && cur && strcmp (cur, *text)) {
+        if ((mine = adopt_frozen (a, job, cur, &c2, &r2, &e))) {
+            /* another node came first: theirs is in force */
+            free (*text);
+            *text = mine;
+            *count = c2;
+            *nrefused = r2;
+            *by = "another node";
+        }
+        else
+            tier_log (LOG_WARNING, "job %u: the frozen policy set in %s is "
+                      "unusable (%s); this node applies its own",
+                      job->job_id, user_path (a, job, TIER_STATE_JOBS, path,
+                                              sizeof (path)), e.text);
+    }
+    else if (k != POLMSG_FROZEN)
+        tier_log (LOG_WARNING, "job %u: its policy set is not shared with "
+                  "its other nodes: %s", job->job_id,
+                  cur && cur[0] ? cur : "the helper failed");
+    free (cur);
+}
+
 json_t *policy_job_freeze (struct agent *a, const struct store_job *job)
 {
     struct tier_policy_set *all = tier_policy_set_create ();
-    json_t *errors = json_array (), *opts = NULL, *res = NULL;
+    json_t *errors = json_array (), *res = NULL;
     const char *by = a->node;
-    char *found = NULL, *text = NULL, *cur = NULL;
-    char path[PATH_MAX + 64];
+    char *found = NULL, *text = NULL, path[PATH_MAX];
     bool shared = a->conf->shared_state_dir[0] != '\0';
-    int count = 0, nrefused = 0, kind = FOUND_NONE;
-    json_error_t jerr;
+    int count = 0, nrefused = 0, kind = POLMSG_NONE;
     tier_error_t e;
 
     if (!all || !errors)
         goto out;
-    (void) snprintf (path, sizeof (path), "%s/users/%s/%s",
-                     a->conf->shared_state_dir, job->user,
-                     TIER_POLICY_USER_FILE);
     if (shared)
-        kind = as_user (a, job, NULL, false, &found);
-    if (kind == FOUND_FROZEN) {
+        kind = policy_freezer_read (a, job, &found);
+    if (kind == POLMSG_FROZEN) {
         if ((text = adopt_frozen (a, job, found, &count, &nrefused, &e))) {
             /* frozen by another node of the job: apply the same */
             keep_local (a, job, text);
@@ -595,52 +377,17 @@ json_t *policy_job_freeze (struct agent *a, const struct store_job *job)
                              nrefused, "shared", 1);
             goto out;
         }
-        note (errors, "job %u: the frozen policy set in %s/users/%s/jobs "
-              "is unusable (%s); freezing anew here", job->job_id,
-              a->conf->shared_state_dir, job->user, e.text);
-        kind = FOUND_NONE;
+        note (errors, "job %u: the frozen policy set in %s is unusable "
+              "(%s); freezing anew here", job->job_id,
+              user_path (a, job, TIER_STATE_JOBS, path, sizeof (path)),
+              e.text);
+        kind = POLMSG_NONE;
     }
-    (void) tier_policy_load_site (all, a->conf->site_policy_dir, report_cb,
-                                  errors);
-    if (kind == FOUND_USER) {
-        if (tier_policy_parse (all, found, strlen (found), TIER_LAYER_USER,
-                               path, &e) < 0)
-            note (errors, "user policies of %s are not used: %s", job->user,
-                  e.text);
-    }
-    else if (kind == FOUND_ERROR && shared)
-        note (errors, "user policies of %s cannot be read: %s", job->user,
-              found && found[0] ? found : "the helper failed");
-    if (!(opts = json_loads (job->options[0] ? job->options : "{}", 0, &jerr))
-        || tier_policy_from_options (all, opts, &e) < 0)
-        note (errors, "job %u: its --tier options give no policies: %s",
-              job->job_id, opts ? e.text : "not JSON");
+    add_layers (a, job, all, kind, found, errors);
     if (!(text = compose (a, job, all, NULL, errors, &count, &nrefused)))
         goto out;
-    if (shared) {
-        int k = as_user (a, job, text, true, &cur);
-        if (k == FOUND_FROZEN && cur && strcmp (cur, text)) {
-            int c2 = 0, r2 = 0;
-            char *mine = adopt_frozen (a, job, cur, &c2, &r2, &e);
-            if (mine) {
-                /* another node came first: theirs is in force */
-                free (text);
-                text = mine;
-                count = c2;
-                nrefused = r2;
-                by = "another node";
-            }
-            else
-                tier_log (LOG_WARNING, "job %u: the frozen policy set in "
-                          "%s/users/%s/jobs is unusable (%s); this node "
-                          "applies its own", job->job_id,
-                          a->conf->shared_state_dir, job->user, e.text);
-        }
-        else if (k != FOUND_FROZEN)
-            tier_log (LOG_WARNING, "job %u: its policy set is not shared "
-                      "with its other nodes: %s", job->job_id,
-                      cur && cur[0] ? cur : "the helper failed");
-    }
+    if (shared)
+        publish (a, job, &text, &count, &nrefused, &by);
     keep_local (a, job, text);
     tier_log (LOG_INFO, "job %u: %d policies frozen (by %s), %d refused",
               job->job_id, count, by, nrefused);
@@ -649,8 +396,6 @@ json_t *policy_job_freeze (struct agent *a, const struct store_job *job)
 out:
     free (found);
     free (text);
-    free (cur);
-    json_decref (opts);
     json_decref (errors);
     tier_policy_set_destroy (all);
     return res;
@@ -695,11 +440,8 @@ json_t *op_job_policy (struct agent *a, struct conn *c, json_t *req,
                         (unsigned) id);
         return NULL;
     }
-    if ((dfd = local_dir (a)) < 0) {
-        tier_errprintf (error, "%s/policies: %s", a->conf->state_dir,
-                        strerror (errno));
+    if ((dfd = local_dir (a, error)) < 0)
         return NULL;
-    }
     (void) snprintf (name, sizeof (name), "%u.%u.json", job.job_id,
                      job.restart);
     rc = tier_policy_read_at (dfd, name, &text, NULL, error);
@@ -998,19 +740,20 @@ struct tier_policy_set *policy_user_set (struct agent *a, uid_t uid,
     json_t *errors = json_array ();
     char *found = NULL;
     tier_error_t e;
-    int kind = FOUND_NONE;
+    int kind = POLMSG_NONE;
 
     if (!all || !out || !errors)
         goto fail;
     memset (&job, 0, sizeof (job));
+    job.ngroups = -1;                   /* not known (OWN needs none) */
     job.uid = uid;
     job.gid = gid;
     (void) snprintf (job.user, sizeof (job.user), "%s", user);
     (void) tier_policy_load_site (all, a->conf->site_policy_dir, report_cb,
                                   errors);
     if (a->conf->shared_state_dir[0])
-        kind = as_user (a, &job, NULL, false, &found);
-    if (kind == FOUND_USER
+        kind = policy_freezer_read (a, &job, &found);
+    if (kind == POLMSG_USER
         && tier_policy_parse (all, found, strlen (found), TIER_LAYER_USER,
                               "user policies", &e) < 0)
         tier_log (LOG_WARNING, "user policies of %s: %s", user, e.text);

@@ -9,26 +9,33 @@
  *
  *     SharedStateDir/users/USER/stats/BATCH/NODE.json
  *
- * written atomically (a unique temporary, fsync, then rename) by a forked
- * child running with the user's credentials: the directory is the user's
- * own (0700), so only the owner and root can read it, and a root-squashing
- * GFS works as well.  The loop never waits for that child (it is reaped on
- * SIGCHLD): a hung GFS delays the user's snapshots, not the agent.
+ * written atomically (lib/state.h: a unique temporary, fsync, then
+ * rename) by the publisher, a child started with agent/child.h that runs
+ * with the user's own credentials (TIER_CRED_OWN): the directory is the
+ * user's own (0700), so only the owner and root can read it, and a
+ * root-squashing GFS works as well.  The loop never waits for that child
+ * (child.c reaps it and calls publisher_done): a hung GFS delays the
+ * user's snapshots, not the agent.
  * tierctl aggregates the nodes' files.  There is no central collector to
  * run or to fail: each node writes one small file per batch, the shared
  * file system the site already has carries them, and a reader opens as
  * many files as the batch had nodes.
  *
  * The node's aggregates go to MetricsFile for node_exporter's textfile
- * collector: tier_* counters and gauges with no user, job or path label.
+ * collector: tier_* counters and gauges with no user, job or path label,
+ * written beneath a trusted descriptor of its directory (lib/trust.h's
+ * ROOT_DIR) to a new temporary, then renamed.
+ *
+ * Owns the per-batch series, the publishers and MetricsFile.  Calls the
+ * store, ctr.c, migrate_gauges, lib/state, lib/trust and agent/child.h.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +48,9 @@
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/state.h"
+#include "lib/trust.h"
 #include "agent.h"
+#include "child.h"
 
 #define SERIES_MAX 720
 #define RECENT_S 60
@@ -219,36 +228,97 @@ struct snap {
     char *text;
 };
 
-/* In the child: the user's credentials for good, then each snapshot to
- * ROOT/users/USER/stats/BATCH/NODE.json (atomically), then the snapshots
- * of batches past retention away (and their directory once empty).
- */
-static int publisher_main (const char *root, const struct upub *u,
-                           const char *node, const struct snap *snaps,
-                           int nsnaps)
-{
-    char batch[32], name[96], path[4096 + 256];
-    int rc = 0;
+struct publish {
+    const char *root;           /* SharedStateDir */
+    const struct upub *u;
+    const char *node;
+    const struct snap *snaps;
+    int nsnaps;
+};
 
-    if (setgroups (0, NULL) < 0 || setresgid (u->gid, u->gid, u->gid) < 0
-        || setresuid (u->uid, u->uid, u->uid) < 0)
-        return -1;
-    (void) snprintf (name, sizeof (name), "%s.json", node);
-    for (int i = 0; i < nsnaps; i++) {
-        (void) snprintf (batch, sizeof (batch), "%u", snaps[i].batch);
-        if (tier_state_publish (root, u->user, u->uid, "stats", batch, name,
-                                snaps[i].text) < 0)
-            rc = -1;
+/* In the child, with the user's own credentials (agent/child.h): each
+ * snapshot to the user's TIER_STATE_STATS/BATCH/NODE.json (atomically),
+ * then the snapshots of batches past retention away (and their directory
+ * once empty).
+ */
+static int publisher_main (void *arg, int chan)
+{
+    const struct publish *p = arg;
+    const struct upub *u = p->u;
+    char batch[32], name[96];
+    int rc = 0, sfd, bfd;
+
+    (void) chan;
+    (void) snprintf (name, sizeof (name), "%s.json", p->node);
+    for (int i = 0; i < p->nsnaps; i++) {
+        (void) snprintf (batch, sizeof (batch), "%u", p->snaps[i].batch);
+        if (tier_state_publish (p->root, u->user, u->uid, TIER_STATE_STATS,
+                                batch, name, p->snaps[i].text) < 0)
+            rc = 1;
     }
+    if (u->ngone == 0
+        || (sfd = tier_state_user_open (p->root, u->user, u->uid,
+                                        TIER_STATE_STATS, false, NULL)) < 0)
+        return rc;
     for (int i = 0; i < u->ngone; i++) {
-        (void) snprintf (path, sizeof (path), "%s/users/%s/stats/%u/%s",
-                         root, u->user, u->gone[i], name);
-        (void) unlink (path);
-        (void) snprintf (path, sizeof (path), "%s/users/%s/stats/%u", root,
-                         u->user, u->gone[i]);
-        (void) rmdir (path);            /* when the last node is gone */
+        (void) snprintf (batch, sizeof (batch), "%u", u->gone[i]);
+        if ((bfd = openat (sfd, batch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                           | O_CLOEXEC)) < 0)
+            continue;
+        (void) unlinkat (bfd, name, 0);
+        close (bfd);
+        (void) unlinkat (sfd, batch, AT_REMOVEDIR);     /* when the last
+                                                         * node is gone */
     }
+    close (sfd);
     return rc;
+}
+
+/* The publisher of u was reaped. */
+static void publisher_done (struct agent *a, struct child *c, int status,
+                            void *owner)
+{
+    struct upub *u = owner;
+    char path[4096];
+
+    (void) c;
+    u->pid = 0;
+    if (!WIFEXITED (status) || WEXITSTATUS (status) != 0) {
+        if (tier_state_user_path (a->conf->shared_state_dir, u->user,
+                                  TIER_STATE_STATS, path, sizeof (path)) < 0)
+            (void) snprintf (path, sizeof (path), "%s",
+                             a->conf->shared_state_dir);
+        tier_log (LOG_WARNING, "stats of %s could not be published in %s",
+                  u->user, path);
+    }
+}
+
+/* Start u's publisher for snaps. */
+static int publisher_start (struct agent *a, struct upub *u,
+                            const struct snap *snaps, int nsnaps)
+{
+    struct publish p = {
+        .root = a->conf->shared_state_dir, .u = u, .node = a->node,
+        .snaps = snaps, .nsnaps = nsnaps,
+    };
+    struct tier_cred cred;
+    struct child_spec spec = {
+        .name = "tierd-stats", .cred = &cred, .mode = TIER_CRED_OWN,
+        .main = publisher_main, .arg = &p, .on_done = publisher_done,
+        .owner = u,
+    };
+    tier_error_t error;
+    struct child *c;
+
+    tier_cred_init (&cred, u->uid, u->gid);
+    (void) snprintf (spec.title, sizeof (spec.title), "tierd-stats %s",
+                     u->user);
+    if (!(c = child_start (a, &spec, &error))) {
+        tier_log (LOG_ERR, "stats of %s: %s", u->user, error.text);
+        return -1;
+    }
+    u->pid = child_pid (c);
+    return 0;
 }
 
 /* The snapshot of batch b on this node (and a sample of its series). */
@@ -295,8 +365,7 @@ static void publish_user (struct agent *a, struct upub *u,
                           struct batch_info *list, int64_t now)
 {
     struct snap *snaps = NULL;
-    int nsnaps = 0, cap = 0;
-    pid_t pid;
+    int nsnaps = 0, cap = 0, rc;
 
     if (u->pid > 0) {
         int64_t ms = tier_now_ms ();
@@ -331,53 +400,22 @@ static void publish_user (struct agent *a, struct upub *u,
         free (snaps);
         return;
     }
-    if ((pid = fork ()) == 0)
-        _exit (publisher_main (a->conf->shared_state_dir, u, a->node, snaps,
-                               nsnaps) < 0 ? 1 : 0);
+    rc = publisher_start (a, u, snaps, nsnaps);
     for (int i = 0; i < nsnaps; i++)
         free (snaps[i].text);
     free (snaps);
-    if (pid < 0) {
-        tier_log_error ("stats of %s: fork", u->user);
+    if (rc < 0)
         return;
-    }
-    u->pid = pid;
     u->started_ms = tier_now_ms ();
     u->ngone = 0;                       /* the child removes them */
 }
 
-bool stats_child (struct agent *a, pid_t pid, int status)
-{
-    for (struct upub *u = upubs; u; u = u->next)
-        if (u->pid == pid) {
-            u->pid = 0;
-            if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
-                tier_log (LOG_WARNING, "stats of %s could not be published "
-                          "in %s/users/%s/stats", u->user,
-                          a->conf->shared_state_dir, u->user);
-            return true;
-        }
-    return false;
-}
-
 static void stats_retention (struct agent *a);
 
-/* node_exporter textfile: node aggregates only. */
-static void write_metrics (struct agent *a, int running)
+/* The textfile's lines. */
+static void print_metrics (struct agent *a, FILE *f,
+                           const struct tier_counters *c, int running)
 {
-    struct tier_counters c;
-    char tmp[4200];
-    FILE *f;
-
-    if (!a->conf->metrics_file[0]
-        || ctr_get (a, TIER_SCOPE_NODE, 0, &c) < 0)
-        return;
-    (void) snprintf (tmp, sizeof (tmp), "%s.tmp", a->conf->metrics_file);
-    if (!(f = fopen (tmp, "we"))) {
-        tier_log_error ("MetricsFile %s", tmp);
-        return;
-    }
-    migrate_gauges (a, UINT32_MAX, &c);     /* pending/failed: now */
     for (int k = 0; k < TIER_CTR_COUNT; k++) {
         bool gauge = tier_ctr_is_max (k) || k == TIER_CTR_MIGRATIONS_PENDING
                      || k == TIER_CTR_MIGRATIONS_FAILED;
@@ -399,10 +437,10 @@ static void write_metrics (struct agent *a, int running)
         for (int r = 0; r < TIER_ROLE_COUNT; r++) {
             if (ms)
                 fprintf (f, "%s{role=\"%s\"} %.3f\n", name,
-                         tier_role_name (r), (double) c.v[r][k] / 1000.0);
+                         tier_role_name (r), (double) c->v[r][k] / 1000.0);
             else
                 fprintf (f, "%s{role=\"%s\"} %llu\n", name,
-                         tier_role_name (r), (unsigned long long) c.v[r][k]);
+                         tier_role_name (r), (unsigned long long) c->v[r][k]);
         }
     }
     fprintf (f, "# HELP tier_jobs_running Jobs registered and running on "
@@ -435,10 +473,75 @@ static void write_metrics (struct agent *a, int running)
                      "tier_nvdimm_fs_free_bytes %llu\n",
                      (unsigned long long) sf.f_bavail * sf.f_bsize);
     }
-    if (fclose (f) != 0 || rename (tmp, a->conf->metrics_file) < 0)
-        tier_log_error ("MetricsFile %s", a->conf->metrics_file);
-    else
-        (void) chmod (a->conf->metrics_file, 0644);
+}
+
+/* MetricsFile's directory (root's, lib/trust.h), and a new temporary
+ * beneath it (tmp: its name): a descriptor, or -1 after a log line. */
+static int metrics_tmp (const char *path, int *dirfd, char *tmp,
+                        size_t size)
+{
+    static const struct tier_trust rule = { .kind = TIER_TRUST_ROOT_DIR };
+    const char *slash = strrchr (path, '/');
+    char dir[PATH_MAX];
+    tier_error_t e;
+    int fd = -1;
+
+    if (path[0] != '/' || !slash[1]) {
+        tier_log (LOG_ERR, "MetricsFile %s: not an absolute path to a file",
+                  path);
+        return -1;
+    }
+    (void) snprintf (dir, sizeof (dir), "%.*s", (int) (slash - path), path);
+    if ((*dirfd = tier_trust_open (dir[0] ? dir : "/", &rule, &e)) < 0) {
+        tier_log (LOG_ERR, "MetricsFile: %s", e.text);
+        return -1;
+    }
+    (void) snprintf (tmp, size, ".%s.%d.tmp", slash + 1, (int) getpid ());
+    for (int tries = 0; fd < 0 && tries < 2; tries++) {
+        /* one left by an earlier agent of this pid is stale */
+        if (tries > 0)
+            (void) unlinkat (*dirfd, tmp, 0);
+        fd = openat (*dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
+                     | O_NOCTTY | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd < 0) {
+        tier_log_error ("MetricsFile %s/%s", dir, tmp);
+        close (*dirfd);
+    }
+    return fd;
+}
+
+/* node_exporter textfile: node aggregates only. */
+static void write_metrics (struct agent *a, int running)
+{
+    const char *path = a->conf->metrics_file;
+    struct tier_counters c;
+    char tmp[NAME_MAX + 32];
+    int dfd, fd;
+    FILE *f;
+
+    if (!path[0] || ctr_get (a, TIER_SCOPE_NODE, 0, &c) < 0
+        || (fd = metrics_tmp (path, &dfd, tmp, sizeof (tmp))) < 0)
+        return;
+    if (fchmod (fd, 0644) < 0 || !(f = fdopen (fd, "w"))) {
+        tier_log_error ("MetricsFile %s", path);
+        close (fd);
+        goto error;
+    }
+    migrate_gauges (a, UINT32_MAX, &c);     /* pending/failed: now */
+    print_metrics (a, f, &c, running);
+    if (fclose (f) != 0
+        || renameat (dfd, tmp, dfd, strrchr (path, '/') + 1) < 0) {
+        tier_log_error ("MetricsFile %s", path);
+        goto error;
+    }
+    close (dfd);
+    return;
+error:
+    (void) unlinkat (dfd, tmp, 0);
+    close (dfd);
 }
 
 void stats_tick (struct agent *a, bool force)
