@@ -184,7 +184,7 @@ static int mig_cred (struct agent *a, const struct mig *g,
 
     if (store_job_get (a->store, g->job_id, g->restart, &job, &e) < 0) {
         memset (&job, 0, sizeof (job));
-        job.ngroups = -1;               /* not known: NSS */
+        job.ngroups = -1; /* not known: NSS */
         job.job_id = g->job_id;
         job.restart = g->restart;
         job.uid = g->uid;

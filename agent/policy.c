@@ -80,7 +80,9 @@ static void note (json_t *errors, const char *fmt, ...)
 static int local_dir (struct agent *a, tier_error_t *error)
 {
     static const struct tier_trust rule = {
-        .kind = TIER_TRUST_ROOT_DIR, .create = 0700, .deny = 077,
+        .kind = TIER_TRUST_ROOT_DIR,
+        .create = 0700,
+        .deny = 077,
     };
     char path[PATH_MAX];
 
@@ -287,7 +289,8 @@ static const char *user_path (struct agent *a, const struct store_job *job,
                               const char *sub, char *buf, size_t size)
 {
     if (tier_state_user_path (a->conf->shared_state_dir, job->user, sub, buf,
-                              size) < 0)
+                              size)
+        < 0)
         (void) snprintf (buf, size, "%s", a->conf->shared_state_dir);
     return buf;
 }
@@ -308,7 +311,9 @@ static void add_layers (struct agent *a, const struct store_job *job,
     if (kind == POLMSG_USER) {
         if (tier_policy_parse (all, found, strlen (found), TIER_LAYER_USER,
                                user_path (a, job, TIER_STATE_POLICIES, path,
-                                          sizeof (path)), &e) < 0)
+                                          sizeof (path)),
+                               &e)
+            < 0)
             note (errors, "user policies of %s are not used: %s", job->user,
                   e.text);
     }
@@ -324,8 +329,8 @@ static void add_layers (struct agent *a, const struct store_job *job,
 
 /* Publish *text as the job's frozen set; if another node came first,
  * theirs (adopted) replaces it, *by says so. */
-static void publish (struct agent *a, const struct store_job *job,
-                     char **text, int *count, int *nrefused, const char **by)
+static void publish (struct agent *a, const struct store_job *job, char **text,
+                     int *count, int *nrefused, const char **by)
 {
     char path[PATH_MAX], *cur = NULL, *mine;
     int k = policy_freezer_write (a, job, *text, &cur), c2 = 0, r2 = 0;
@@ -341,15 +346,18 @@ static void publish (struct agent *a, const struct store_job *job,
             *by = "another node";
         }
         else
-            tier_log (LOG_WARNING, "job %u: the frozen policy set in %s is "
+            tier_log (LOG_WARNING,
+                      "job %u: the frozen policy set in %s is "
                       "unusable (%s); this node applies its own",
-                      job->job_id, user_path (a, job, TIER_STATE_JOBS, path,
-                                              sizeof (path)), e.text);
+                      job->job_id,
+                      user_path (a, job, TIER_STATE_JOBS, path, sizeof (path)),
+                      e.text);
     }
     else if (k != POLMSG_FROZEN)
-        tier_log (LOG_WARNING, "job %u: its policy set is not shared with "
-                  "its other nodes: %s", job->job_id,
-                  cur && cur[0] ? cur : "the helper failed");
+        tier_log (LOG_WARNING,
+                  "job %u: its policy set is not shared with "
+                  "its other nodes: %s",
+                  job->job_id, cur && cur[0] ? cur : "the helper failed");
     free (cur);
 }
 
@@ -377,10 +385,11 @@ json_t *policy_job_freeze (struct agent *a, const struct store_job *job)
                              nrefused, "shared", 1);
             goto out;
         }
-        note (errors, "job %u: the frozen policy set in %s is unusable "
-              "(%s); freezing anew here", job->job_id,
-              user_path (a, job, TIER_STATE_JOBS, path, sizeof (path)),
-              e.text);
+        note (errors,
+              "job %u: the frozen policy set in %s is unusable "
+              "(%s); freezing anew here",
+              job->job_id,
+              user_path (a, job, TIER_STATE_JOBS, path, sizeof (path)), e.text);
         kind = POLMSG_NONE;
     }
     add_layers (a, job, all, kind, found, errors);
@@ -745,7 +754,7 @@ struct tier_policy_set *policy_user_set (struct agent *a, uid_t uid,
     if (!all || !out || !errors)
         goto fail;
     memset (&job, 0, sizeof (job));
-    job.ngroups = -1;                   /* not known (OWN needs none) */
+    job.ngroups = -1; /* not known (OWN needs none) */
     job.uid = uid;
     job.gid = gid;
     (void) snprintf (job.user, sizeof (job.user), "%s", user);
@@ -755,7 +764,8 @@ struct tier_policy_set *policy_user_set (struct agent *a, uid_t uid,
         kind = policy_freezer_read (a, &job, &found);
     if (kind == POLMSG_USER
         && tier_policy_parse (all, found, strlen (found), TIER_LAYER_USER,
-                              "user policies", &e) < 0)
+                              "user policies", &e)
+               < 0)
         tier_log (LOG_WARNING, "user policies of %s: %s", user, e.text);
     tier_policy_roots_from_conf (a->conf, user, &rb);
     if (tier_policy_freeze (all, &rb.roots, out, NULL, &e) < 0)

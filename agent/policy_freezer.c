@@ -39,15 +39,15 @@
 #include "child.h"
 #include "policy_freezer.h"
 
-#define FROZEN_KEEP_MIN (30 * 86400)    /* shared frozen sets kept >= this */
+#define FROZEN_KEEP_MIN (30 * 86400) /* shared frozen sets kept >= this */
 /* How long the agent waits for the freezer (the GFS answering). */
 #define FREEZER_TIMEOUT_MS 5000
 
 struct freezer {
-    const char *root;           /* SharedStateDir */
+    const char *root; /* SharedStateDir */
     const struct store_job *job;
-    const char *text;           /* to publish (NULL: read) */
-    time_t keep;                /* sweep sets older than this (0: none) */
+    const char *text; /* to publish (NULL: read) */
+    time_t keep;      /* sweep sets older than this (0: none) */
 };
 
 /* ------------------------------------------------------ in the child */
@@ -62,8 +62,8 @@ static int tell (int chan, enum polmsg_type type, const char *text)
 
 /* The user's TIER_STATE_JOBS (or its JOB.RESTART), beneath the user's
  * directory ufd (the user's own: made by the user, refusing symlinks). */
-static int open_jobs (const struct freezer *f, int ufd, bool job,
-                      bool create, tier_error_t *error)
+static int open_jobs (const struct freezer *f, int ufd, bool job, bool create,
+                      tier_error_t *error)
 {
     char name[64];
     int jfd, d;
@@ -71,8 +71,7 @@ static int open_jobs (const struct freezer *f, int ufd, bool job,
     if ((jfd = tier_policy_subdir (ufd, TIER_STATE_JOBS, create, error)) < 0
         || !job)
         return jfd;
-    tier_state_job_name (f->job->job_id, f->job->restart, name,
-                         sizeof (name));
+    tier_state_job_name (f->job->job_id, f->job->restart, name, sizeof (name));
     d = tier_policy_subdir (jfd, name, create, error);
     close (jfd);
     return d;
@@ -86,12 +85,12 @@ static int freeze_read (const struct freezer *f, int chan)
     tier_error_t e;
     int ufd, d, rc;
 
-    if ((ufd = tier_state_user_open (f->root, job->user, job->uid, NULL,
-                                     false, &e)) < 0)
+    if ((ufd = tier_state_user_open (f->root, job->user, job->uid, NULL, false,
+                                     &e))
+        < 0)
         return tell (chan, POLMSG_ERROR, e.text);
     if ((d = open_jobs (f, ufd, true, false, &e)) >= 0) {
-        rc = tier_policy_read_at (d, TIER_POLICY_FROZEN_FILE, &text, NULL,
-                                  &e);
+        rc = tier_policy_read_at (d, TIER_POLICY_FROZEN_FILE, &text, NULL, &e);
         close (d);
         if (rc == 0)
             return tell (chan, POLMSG_FROZEN, text);
@@ -123,11 +122,13 @@ static void sweep_frozen (int jfd, time_t keep)
         int sub;
         if (de->d_name[0] == '.')
             continue;
-        if ((sub = openat (jfd, de->d_name, O_RDONLY | O_DIRECTORY
-                           | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        if ((sub = openat (jfd, de->d_name,
+                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+            < 0)
             continue;
-        if (fstatat (sub, TIER_POLICY_FROZEN_FILE, &st,
-                     AT_SYMLINK_NOFOLLOW) == 0 && st.st_mtime < cutoff) {
+        if (fstatat (sub, TIER_POLICY_FROZEN_FILE, &st, AT_SYMLINK_NOFOLLOW)
+                == 0
+            && st.st_mtime < cutoff) {
             (void) unlinkat (sub, TIER_POLICY_FROZEN_FILE, 0);
             (void) unlinkat (jfd, de->d_name, AT_REMOVEDIR);
         }
@@ -145,8 +146,9 @@ static int freeze_write (const struct freezer *f, int chan)
     tier_error_t e;
     int ufd, jfd, d;
 
-    if ((ufd = tier_state_user_open (f->root, job->user, job->uid, NULL,
-                                     false, &e)) < 0
+    if ((ufd = tier_state_user_open (f->root, job->user, job->uid, NULL, false,
+                                     &e))
+            < 0
         || (jfd = open_jobs (f, ufd, false, true, &e)) < 0)
         return tell (chan, POLMSG_ERROR, e.text);
     if (f->keep > 0)
@@ -155,7 +157,8 @@ static int freeze_write (const struct freezer *f, int chan)
     if ((d = open_jobs (f, ufd, true, true, &e)) < 0)
         return tell (chan, POLMSG_ERROR, e.text);
     if (tier_policy_write_at (d, TIER_POLICY_FROZEN_FILE, f->text, 0600, true,
-                              &e) == 0)
+                              &e)
+        == 0)
         return tell (chan, POLMSG_FROZEN, f->text);
     if (errno != EEXIST)
         return tell (chan, POLMSG_ERROR, e.text);
@@ -198,7 +201,7 @@ static bool sweep_due (uid_t uid)
     if (i == nsweeps) {
         if (nsweeps < SWEEPS_MAX)
             i = nsweeps++;
-        else {                          /* forget the longest ago */
+        else { /* forget the longest ago */
             for (int k = 1; k < nsweeps; k++)
                 if (sweeps[k].last < sweeps[oldest].last)
                     oldest = k;
@@ -243,8 +246,12 @@ static int as_user (struct agent *a, const struct freezer *f, char **out)
     const struct store_job *job = f->job;
     struct tier_cred cred;
     struct child_spec spec = {
-        .name = "tierd-freeze", .cred = &cred, .mode = TIER_CRED_OWN,
-        .proto = &polmsg_proto, .main = freezer_main, .arg = (void *) f,
+        .name = "tierd-freeze",
+        .cred = &cred,
+        .mode = TIER_CRED_OWN,
+        .proto = &polmsg_proto,
+        .main = freezer_main,
+        .arg = (void *) f,
     };
     int type, kind, status = 0, fds[1] = { -1 }, nfds = 0;
     char shown[PATH_MAX];
@@ -253,13 +260,17 @@ static int as_user (struct agent *a, const struct freezer *f, char **out)
 
     *out = NULL;
     tier_cred_init (&cred, job->uid, job->gid);
-    (void) snprintf (spec.title, sizeof (spec.title), "tierd-freeze job %u "
-                     "%s", job->job_id, job->user);
-    if (child_call (a, &spec, FREEZER_TIMEOUT_MS, &type, &body, fds, &nfds,
-                    1, &status, &e) < 0) {
+    (void) snprintf (spec.title, sizeof (spec.title),
+                     "tierd-freeze job %u "
+                     "%s",
+                     job->job_id, job->user);
+    if (child_call (a, &spec, FREEZER_TIMEOUT_MS, &type, &body, fds, &nfds, 1,
+                    &status, &e)
+        < 0) {
         if (errno == ETIMEDOUT) {
             if (tier_state_user_path (f->root, job->user, NULL, shown,
-                                      sizeof (shown)) < 0)
+                                      sizeof (shown))
+                < 0)
                 (void) snprintf (shown, sizeof (shown), "%s", f->root);
             tier_log (LOG_ERR, "job %u: %s did not answer within %d s",
                       job->job_id, shown, FREEZER_TIMEOUT_MS / 1000);
@@ -292,11 +303,14 @@ int policy_freezer_write (struct agent *a, const struct store_job *job,
                           const char *text, char **out)
 {
     struct freezer f = {
-        .root = a->conf->shared_state_dir, .job = job, .text = text,
+        .root = a->conf->shared_state_dir,
+        .job = job,
+        .text = text,
     };
 
     if (sweep_due (job->uid))
         f.keep = a->conf->stats_retention > FROZEN_KEEP_MIN
-                 ? (time_t) a->conf->stats_retention : FROZEN_KEEP_MIN;
+                     ? (time_t) a->conf->stats_retention
+                     : FROZEN_KEEP_MIN;
     return as_user (a, &f, out);
 }

@@ -56,7 +56,7 @@ json_t *polmsg_pack (const struct polmsg *m)
             break;
     }
     if (!o)
-        errno = EINVAL;                 /* or out of memory */
+        errno = EINVAL; /* or out of memory */
     return o;
 }
 
@@ -92,8 +92,8 @@ int polmsg_unpack (int type, json_t *body, struct polmsg *m,
             m->bytes = (uint64_t) bytes;
             return 0;
         case POLMSG_ERROR:
-            if (json_unpack_ex (body, &jerr, 0, "{s:s}", "error",
-                                &m->error) < 0)
+            if (json_unpack_ex (body, &jerr, 0, "{s:s}", "error", &m->error)
+                < 0)
                 return refuse (type, error, "is malformed", jerr.text);
             return 0;
     }
@@ -107,8 +107,8 @@ int polmsg_text_fd (const char *text, size_t len)
     size_t off = 0;
     int fd, e;
 
-    if ((fd = memfd_create ("tier-policy", MFD_CLOEXEC
-                            | MFD_ALLOW_SEALING)) < 0)
+    if ((fd = memfd_create ("tier-policy", MFD_CLOEXEC | MFD_ALLOW_SEALING))
+        < 0)
         return -1;
     while (off < len) {
         ssize_t n = write (fd, text + off, len - off);
@@ -144,8 +144,10 @@ int polmsg_text_read (const struct polmsg *m, int fd, char **text,
         || (seals & SEALS_NEEDED) != SEALS_NEEDED || fstat (fd, &st) < 0
         || !S_ISREG (st.st_mode) || (uint64_t) st.st_size != m->bytes
         || m->bytes > POLMSG_TEXT_MAX)
-        return refuse (m->type, error, "came with a text that is not a "
-                       "sealed memfd of its size", NULL);
+        return refuse (m->type, error,
+                       "came with a text that is not a "
+                       "sealed memfd of its size",
+                       NULL);
     if (!(buf = malloc (m->bytes + 1))) {
         errno = ENOMEM;
         return tier_errprintf (error, "out of memory");
@@ -156,8 +158,10 @@ int polmsg_text_read (const struct polmsg *m, int fd, char **text,
             continue;
         if (n <= 0) {
             free (buf);
-            return refuse (m->type, error, "came with a text that cannot "
-                           "be read", NULL);
+            return refuse (m->type, error,
+                           "came with a text that cannot "
+                           "be read",
+                           NULL);
         }
         off += (size_t) n;
     }

@@ -33,7 +33,7 @@
 #include "chmsg.h"
 
 #define POLMSG_VERSION 1
-#define POLMSG_TEXT_MAX (4 * 1024 * 1024)   /* a text, at most */
+#define POLMSG_TEXT_MAX (4 * 1024 * 1024) /* a text, at most */
 
 enum polmsg_type {
     POLMSG_NONE = 1,
@@ -44,8 +44,8 @@ enum polmsg_type {
 
 struct polmsg {
     enum polmsg_type type;
-    uint64_t bytes;             /* frozen, user: the text's length */
-    const char *error;          /* error (points into the body) */
+    uint64_t bytes;    /* frozen, user: the text's length */
+    const char *error; /* error (points into the body) */
 };
 
 extern const struct chmsg_proto polmsg_proto;

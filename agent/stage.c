@@ -95,9 +95,9 @@ static json_int_t known_index (json_t *known, json_t *items, json_t *index,
     size_t j;
     json_t *v;
 
-    json_array_foreach (known, j, v)
-        if (json_is_string (v) && !strcmp (json_string_value (v), s))
-            k = (json_int_t) j;
+    json_array_foreach (known, j, v) if (json_is_string (v)
+                                         && !strcmp (json_string_value (v), s))
+        k = (json_int_t) j;
     /* the same item twice in one request: one directory */
     for (size_t m = 0; k < 0 && m < i; m++)
         if (!strcmp (json_string_value (json_array_get (items, m)), s))
@@ -206,8 +206,7 @@ nomem:
 
 /* The request's items into r: absolute paths, or URL=PATH (the URL an
  * input's: one object, no secrets in it; PATH as any other). */
-static int parse_items (struct stage_req *r, json_t *items,
-                        tier_error_t *error)
+static int parse_items (struct stage_req *r, json_t *items, tier_error_t *error)
 {
     size_t i;
     json_t *it;
@@ -220,11 +219,13 @@ static int parse_items (struct stage_req *r, json_t *items,
             struct tier_url *u;
             tier_error_t e;
 
-            if (tier_url_item_split (s, url, PATH_MAX, target,
-                                     sizeof (target)) < 0) {
+            if (tier_url_item_split (s, url, PATH_MAX, target, sizeof (target))
+                < 0) {
                 errno = EINVAL;
-                return tier_errprintf (error, "stage-in item %zu is not "
-                                       "URL=PATH", i);
+                return tier_errprintf (error,
+                                       "stage-in item %zu is not "
+                                       "URL=PATH",
+                                       i);
             }
             if (!(u = tier_url_parse_input (url, &e))) {
                 errno = EINVAL;
@@ -238,8 +239,10 @@ static int parse_items (struct stage_req *r, json_t *items,
             || tier_path_normalize (s, r->items[r->nitems], PATH_MAX) < 0
             || !strcmp (r->items[r->nitems], "/")) {
             errno = EINVAL;
-            return tier_errprintf (error, "stage-in item %zu is not an "
-                                   "absolute path", i);
+            return tier_errprintf (error,
+                                   "stage-in item %zu is not an "
+                                   "absolute path",
+                                   i);
         }
         r->nitems++;
     }
@@ -248,8 +251,8 @@ static int parse_items (struct stage_req *r, json_t *items,
 
 /* The user the request names, and the copier's credentials: the job's
  * group list when the agent has the job, else the user's groups. */
-static int stage_cred (struct agent *a, struct stage_req *r,
-                       const char *user, tier_error_t *error)
+static int stage_cred (struct agent *a, struct stage_req *r, const char *user,
+                       tier_error_t *error)
 {
     struct store_job job;
     struct passwd *pw;
@@ -300,8 +303,12 @@ static int start_stager (struct agent *a, struct stage_req *r,
 {
     struct stage_status st = { .state = "queued" };
     struct child_spec spec = {
-        .name = "tierd-stage", .own_pgrp = true, .outlive = true,
-        .proto = &stagemsg_stager_proto, .main = stager_main, .arg = r,
+        .name = "tierd-stage",
+        .own_pgrp = true,
+        .outlive = true,
+        .proto = &stagemsg_stager_proto,
+        .main = stager_main,
+        .arg = r,
         .on_msg = on_stager_msg,
     };
     char what[64], name[TIER_NS_NAME_MAX], pidbuf[32];
@@ -312,14 +319,15 @@ static int start_stager (struct agent *a, struct stage_req *r,
      * the channel and the bucket exist before the stager is forked */
     (void) snprintf (what, sizeof (what), "stage-in of job %u", r->job_id);
     r->limit = streams_limit (a, r->uid, r->user);
-    r->streamfd = streams_client (a, r->uid, r->user, STREAMS_STAGE_IN,
-                                  what);
+    r->streamfd = streams_client (a, r->uid, r->user, STREAMS_STAGE_IN, what);
     spec.keep[spec.nkeep++] = r->streamfd;
-    (void) snprintf (spec.title, sizeof (spec.title), "tierd-stage job %u "
-                     "%s", r->job_id, r->user);
+    (void) snprintf (spec.title, sizeof (spec.title),
+                     "tierd-stage job %u "
+                     "%s",
+                     r->job_id, r->user);
     c = child_start (a, &spec, error);
     if (r->streamfd >= 0)
-        close (r->streamfd);            /* the copier's alone */
+        close (r->streamfd); /* the copier's alone */
     if (!c) {
         st.state = "failed";
         st.error = "fork failed";
@@ -344,13 +352,16 @@ json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
     (void) c;
     memset (&r, 0, sizeof (r));
     if (json_unpack (req, "{s:I s:I s:I s:s s:o}", "job_id", &job_id, "uid",
-                     &uid, "gid", &gid, "user", &user, "items", &items) < 0
+                     &uid, "gid", &gid, "user", &user, "items", &items)
+            < 0
         || job_id <= 0 || job_id > 0xfffffff0LL || uid < 0 || gid < 0
         || !json_is_array (items) || json_array_size (items) == 0
         || json_array_size (items) > STAGE_ITEMS_MAX) {
         errno = EINVAL;
-        tier_errprintf (error, "job.stage_in needs job_id, uid, gid, user "
-                        "and 1..%d items", STAGE_ITEMS_MAX);
+        tier_errprintf (error,
+                        "job.stage_in needs job_id, uid, gid, user "
+                        "and 1..%d items",
+                        STAGE_ITEMS_MAX);
         return NULL;
     }
     r.conf = a->conf;
@@ -428,13 +439,14 @@ static void drop_cache (struct agent *a, const struct store_job *job)
 
 /* The mount point remover, with the job's credentials: how many of made
  * it removed, or -1. */
-static int unmake (struct agent *a, const struct store_job *job,
-                   json_t *made)
+static int unmake (struct agent *a, const struct store_job *job, json_t *made)
 {
     struct stage_unmake u = { .conf = a->conf, .job = job, .made = made };
     struct child_spec spec = {
-        .name = "tierd-unmake", .mode = TIER_CRED_DATA,
-        .proto = &stagemsg_unmake_proto, .main = stage_unmake_main,
+        .name = "tierd-unmake",
+        .mode = TIER_CRED_DATA,
+        .proto = &stagemsg_unmake_proto,
+        .main = stage_unmake_main,
         .arg = &u,
     };
     struct tier_cred cred;
@@ -446,10 +458,13 @@ static int unmake (struct agent *a, const struct store_job *job,
     if (jobs_cred (job, &cred) < 0)
         return -1;
     spec.cred = &cred;
-    (void) snprintf (spec.title, sizeof (spec.title), "tierd-unmake job %u "
-                     "%s", job->job_id, job->user);
+    (void) snprintf (spec.title, sizeof (spec.title),
+                     "tierd-unmake job %u "
+                     "%s",
+                     job->job_id, job->user);
     if (child_call (a, &spec, UNMAKE_TIMEOUT_MS, &type, &body, NULL, NULL, 0,
-                    NULL, &error) < 0) {
+                    NULL, &error)
+        < 0) {
         tier_log (LOG_WARNING, "job %u: %s", job->job_id, error.text);
         return -1;
     }
@@ -483,13 +498,16 @@ static void drop_made (struct agent *a, const struct store_job *job,
         tier_log (LOG_WARNING, "job %u: the empty files made as mount points "
                   "for URL inputs could not be removed", job->job_id);
     else if ((size_t) n < json_array_size (made))
-        tier_log (LOG_INFO, "job %u: %zu of the empty file(s) made as mount "
+        tier_log (LOG_INFO,
+                  "job %u: %zu of the empty file(s) made as mount "
                   "points for URL inputs kept (used by another job, changed "
-                  "or gone)", job->job_id,
-                  json_array_size (made) - (size_t) n);
+                  "or gone)",
+                  job->job_id, json_array_size (made) - (size_t) n);
     else
-        tier_log (LOG_INFO, "job %u: removed the %d empty file(s) made as "
-                  "mount points for URL inputs", job->job_id, n);
+        tier_log (LOG_INFO,
+                  "job %u: removed the %d empty file(s) made as "
+                  "mount points for URL inputs",
+                  job->job_id, n);
 out:
     json_decref (made);
     (void) snprintf (path, sizeof (path), "%s/%u/%s",
@@ -499,15 +517,15 @@ out:
 
 /* A part still running at job end (scancel): stop its stager's process
  * group. */
-static void part_stop (struct agent *a, const struct store_job *job,
-                       int part)
+static void part_stop (struct agent *a, const struct store_job *job, int part)
 {
     char pidbuf[32], name[TIER_NS_NAME_MAX];
     pid_t pid;
 
     tier_ns_part_name (part, TIER_NS_STAGE_PID, name, sizeof (name));
     if (tier_ns_read (a->conf->namespace_dir, job->job_id, name, pidbuf,
-                      sizeof (pidbuf)) < 0)
+                      sizeof (pidbuf))
+        < 0)
         return;
     pid = (pid_t) atoi (pidbuf);
     if (pid > 1 && kill (-pid, SIGKILL) == 0)
@@ -515,8 +533,7 @@ static void part_stop (struct agent *a, const struct store_job *job,
                   job->job_id);
 }
 
-static void part_count (struct agent *a, const struct store_job *job,
-                        json_t *o)
+static void part_count (struct agent *a, const struct store_job *job, json_t *o)
 {
     static const struct {
         enum tier_ctr ctr;

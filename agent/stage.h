@@ -45,27 +45,27 @@ struct stage_req {
     uid_t uid;
     gid_t gid;
     char user[64];
-    struct tier_cred cred;      /* the copier's: the job's groups (DATA) */
+    struct tier_cred cred; /* the copier's: the job's groups (DATA) */
     int nitems;
-    char items[STAGE_ITEMS_MAX][PATH_MAX];  /* the GFS path (URL: target) */
-    char urls[STAGE_ITEMS_MAX][PATH_MAX];   /* the URL, or "" */
-    int streamfd;               /* the copier's GFS stream channel, or -1 */
-    struct tier_copy_limit *limit;      /* the user's bandwidth (shared) */
-    int part;                   /* which part of the job's stage-in */
-    int base;                   /* the stage directory of items[0] */
+    char items[STAGE_ITEMS_MAX][PATH_MAX]; /* the GFS path (URL: target) */
+    char urls[STAGE_ITEMS_MAX][PATH_MAX];  /* the URL, or "" */
+    int streamfd;                  /* the copier's GFS stream channel, or -1 */
+    struct tier_copy_limit *limit; /* the user's bandwidth (shared) */
+    int part;                      /* which part of the job's stage-in */
+    int base;                      /* the stage directory of items[0] */
 };
 
 /* A part's NamespaceDir/JOBID/stage[.P].status (replaced atomically). */
 struct stage_status {
-    const char *state;          /* queued, copying, done, failed */
+    const char *state; /* queued, copying, done, failed */
     uint64_t done, total, files, gfs, meta;
     int64_t ms;
-    bool queued;                /* waiting for a GFS stream */
-    const char *error;          /* failed: why */
+    bool queued;       /* waiting for a GFS stream */
+    const char *error; /* failed: why */
 };
 
-void stage_status_write (const struct tier_conf *conf, uint32_t job,
-                         int part, const struct stage_status *st);
+void stage_status_write (const struct tier_conf *conf, uint32_t job, int part,
+                         const struct stage_status *st);
 
 /* stage_child.c: the stager (a child_main_f; arg: a struct stage_req). */
 int stager_main (void *arg, int chan);
@@ -85,8 +85,7 @@ int stage_say (int chan, const char *fmt, ...)
     __attribute__ ((format (printf, 2, 3)));
 
 /* stage_url.c: the allowed root that path is under (NULL: none). */
-const char *stage_allowed_root (const struct tier_conf *conf,
-                                const char *path);
+const char *stage_allowed_root (const struct tier_conf *conf, const char *path);
 /* rel's directory (beneath rootfd; "" is the root) as an O_PATH
  * descriptor, and its last component in *base. */
 int stage_open_parent (int rootfd, const char *rel, const char **base);
@@ -98,15 +97,14 @@ const char *stage_open_error (int e);
  * mode), S3's credentials, and the fetch into dstfd.  Each failure sends
  * an error to the stager on chan first (NULL or -1). */
 int stage_refs_open (const struct stage_req *r);
-int stage_url_target (const struct stage_req *r, int k, int refsfd,
-                      int chan, mode_t *mode);
+int stage_url_target (const struct stage_req *r, int k, int refsfd, int chan,
+                      mode_t *mode);
 struct tier_creds *stage_url_creds (const struct stage_req *r,
                                     const struct tier_url *u, int chan);
 int stage_url_fetch (const struct stage_req *r, const struct tier_url *u,
                      const struct tier_creds *creds, int dstfd,
-                     const char *name, mode_t mode,
-                     struct stage_progress *prog, uint64_t *total,
-                     uint64_t *bytes, tier_error_t *error);
+                     const char *name, mode_t mode, struct stage_progress *prog,
+                     uint64_t *total, uint64_t *bytes, tier_error_t *error);
 
 /* stage_url.c: the mount point remover (a child_main_f; arg: a struct
  * stage_unmake), with the job's credentials: drop this job's reference
@@ -115,7 +113,7 @@ int stage_url_fetch (const struct stage_req *r, const struct tier_url *u,
 struct stage_unmake {
     const struct tier_conf *conf;
     const struct store_job *job;
-    json_t *made;               /* [{path, dev, ino, ref}] */
+    json_t *made; /* [{path, dev, ino, ref}] */
 };
 int stage_unmake_main (void *arg, int chan);
 

@@ -60,20 +60,17 @@
 #include "streams.h"
 #include "stage.h"
 
-#define STATUS_ERROR_MAX 4000       /* of an error in stage.status */
+#define STATUS_ERROR_MAX 4000 /* of an error in stage.status */
 
-void stage_status_write (const struct tier_conf *conf, uint32_t job,
-                         int part, const struct stage_status *st)
+void stage_status_write (const struct tier_conf *conf, uint32_t job, int part,
+                         const struct stage_status *st)
 {
-    json_t *o = json_pack ("{s:s s:I s:I s:I s:I s:I s:s s:b s:I}",
-                           "state", st->state,
-                           "done", (json_int_t) st->done,
-                           "total", (json_int_t) st->total,
-                           "files", (json_int_t) st->files,
-                           "gfs", (json_int_t) st->gfs,
-                           "ms", (json_int_t) st->ms,
-                           "error", st->error ? st->error : "",
-                           "queued", st->queued,
+    json_t *o = json_pack ("{s:s s:I s:I s:I s:I s:I s:s s:b s:I}", "state",
+                           st->state, "done", (json_int_t) st->done, "total",
+                           (json_int_t) st->total, "files",
+                           (json_int_t) st->files, "gfs", (json_int_t) st->gfs,
+                           "ms", (json_int_t) st->ms, "error",
+                           st->error ? st->error : "", "queued", st->queued,
                            "meta", (json_int_t) st->meta);
     char *s = o ? json_dumps (o, JSON_COMPACT) : NULL;
     char name[TIER_NS_NAME_MAX];
@@ -90,15 +87,15 @@ void stage_status_write (const struct tier_conf *conf, uint32_t job,
 
 struct copier {
     const struct stage_req *r;
-    int stfd;                   /* NvdimmDir/JOBID/stage (until as_root) */
-    int cachefd;                /* the user's stage cache, or -1 */
+    int stfd;    /* NvdimmDir/JOBID/stage (until as_root) */
+    int cachefd; /* the user's stage cache, or -1 */
     int dstfds[STAGE_ITEMS_MAX];
     int srcfds[STAGE_ITEMS_MAX];
     struct stat sts[STAGE_ITEMS_MAX];
     struct tier_url *urls[STAGE_ITEMS_MAX];
     struct tier_creds *creds[STAGE_ITEMS_MAX];
     mode_t modes[STAGE_ITEMS_MAX];
-    int refsfd;                 /* the user's stage-refs, or -1 */
+    int refsfd; /* the user's stage-refs, or -1 */
     bool any_url;
     int chan;
 };
@@ -113,7 +110,7 @@ int stage_say (int chan, const char *fmt, ...)
     (void) vsnprintf (text, sizeof (text), fmt, ap);
     va_end (ap);
     m.error = text;
-    (void) stagemsg_send (chan, &m);    /* the stager sees us exit */
+    (void) stagemsg_send (chan, &m); /* the stager sees us exit */
     return -1;
 }
 
@@ -159,8 +156,8 @@ static uint64_t tree_bytes (int dirfd, int depth)
         if (S_ISREG (st.st_mode))
             sum += st.st_size;
         else if (S_ISDIR (st.st_mode)) {
-            int sub = openat (dirfd, de->d_name, O_RDONLY | O_DIRECTORY
-                              | O_NOFOLLOW | O_CLOEXEC);
+            int sub = openat (dirfd, de->d_name,
+                              O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub >= 0) {
                 sum += tree_bytes (sub, depth + 1);
                 close (sub);
@@ -176,9 +173,8 @@ static uint64_t tree_bytes (int dirfd, int depth)
  * for reading (through /proc/self/fd: the very file that was checked),
  * copy it and give the stream back.  expect: the version the copy must
  * be of (a stage cache key), or NULL. */
-static int gfs_copy (int chan, int srcfd, const struct stat *expect,
-                     int dstfd, const char *base,
-                     const struct tier_copy_opts *opts,
+static int gfs_copy (int chan, int srcfd, const struct stat *expect, int dstfd,
+                     const char *base, const struct tier_copy_opts *opts,
                      struct tier_copy_result *res, tier_error_t *error)
 {
     struct tier_copy_opts o = *opts;
@@ -196,7 +192,7 @@ static int gfs_copy (int chan, int srcfd, const struct stat *expect,
     }
     rc = tier_copy_fd (fd, dstfd, base, &o, res, error);
     e = errno;
-    close (fd);                         /* before the stream is given back */
+    close (fd); /* before the stream is given back */
     streams_give ();
     errno = e;
     return rc;
@@ -221,8 +217,7 @@ static int cached_copy (struct copier *cp, int k, const char *base,
 
     *hit = false;
     if (cachefd < 0)
-        return gfs_copy (cp->chan, srcfd, NULL, dstfd, base, opts, res,
-                         error);
+        return gfs_copy (cp->chan, srcfd, NULL, dstfd, base, opts, res, error);
     for (int tries = 0;; tries++) {
         (void) snprintf (key, sizeof (key), "%llx-%llx-%lld.%09ld-%lld.%09ld",
                          (unsigned long long) st.st_ino,
@@ -230,8 +225,9 @@ static int cached_copy (struct copier *cp, int k, const char *base,
                          (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
                          (long long) st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
         (void) snprintf (lock, sizeof (lock), "%s.lock", key);
-        if ((lfd = openat (cachefd, lock, O_RDWR | O_CREAT | O_CLOEXEC
-                           | O_NOFOLLOW, 0600)) < 0
+        if ((lfd = openat (cachefd, lock,
+                           O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600))
+                < 0
             || flock (lfd, LOCK_EX) < 0) {
             if (lfd >= 0)
                 close (lfd);
@@ -244,12 +240,12 @@ static int cached_copy (struct copier *cp, int k, const char *base,
             res->bytes = (uint64_t) st.st_size;
             rc = 0;
         }
-        else if ((rc = gfs_copy (cp->chan, srcfd, &st, dstfd, base, opts,
-                                 res, error)) == 0)
+        else if ((rc = gfs_copy (cp->chan, srcfd, &st, dstfd, base, opts, res,
+                                 error))
+                 == 0)
             (void) linkat (dstfd, base, cachefd, key, 0);
         close (lfd);
-        if (rc == 0 || errno != ESTALE || tries >= 3
-            || fstat (srcfd, &st) < 0)
+        if (rc == 0 || errno != ESTALE || tries >= 3 || fstat (srcfd, &st) < 0)
             return rc;
         memset (res, 0, sizeof (*res));
     }
@@ -263,7 +259,7 @@ static int check_url (struct copier *cp, int k)
     tier_error_t e;
 
     if (!cp->any_url)
-        cp->refsfd = stage_refs_open (r);   /* for mount point files */
+        cp->refsfd = stage_refs_open (r); /* for mount point files */
     cp->any_url = true;
     if (!(cp->urls[k] = tier_url_parse_input (r->urls[k], &e)))
         return stage_say (cp->chan, "%s", e.text);
@@ -284,8 +280,10 @@ static int check_file (struct copier *cp, int k, uint64_t *total)
     int rootfd, dfd;
 
     if (!(root = stage_allowed_root (cp->r->conf, p)))
-        return stage_say (cp->chan, "%s: outside the directories tier may "
-                          "act on (AllowedRoots)", p);
+        return stage_say (cp->chan,
+                          "%s: outside the directories tier may "
+                          "act on (AllowedRoots)",
+                          p);
     rel = tier_path_strip (p, root);
     if ((rootfd = open (root, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0) {
         cp->srcfds[k] = tier_path_open_beneath (rootfd, rel, O_PATH, 0, 0);
@@ -295,15 +293,16 @@ static int check_file (struct copier *cp, int k, uint64_t *total)
         return stage_say (cp->chan, "%s: %s", p, stage_open_error (errno));
     if (S_ISREG (st->st_mode)) {
         if (syscall (SYS_faccessat2, cp->srcfds[k], "", R_OK,
-                     AT_EMPTY_PATH | AT_EACCESS) < 0)
+                     AT_EMPTY_PATH | AT_EACCESS)
+            < 0)
             return stage_say (cp->chan, "%s: %s", p, strerror (errno));
         *total += st->st_size;
         return 0;
     }
     if (!S_ISDIR (st->st_mode))
         return stage_say (cp->chan, "%s: not a file or a directory", p);
-    if ((dfd = openat (cp->srcfds[k], ".", O_RDONLY | O_DIRECTORY
-                       | O_CLOEXEC)) < 0)
+    if ((dfd = openat (cp->srcfds[k], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC))
+        < 0)
         return stage_say (cp->chan, "%s: %s", p, strerror (errno));
     close (cp->srcfds[k]);
     cp->srcfds[k] = dfd;
@@ -320,7 +319,8 @@ static int copy_one (struct copier *cp, int k, struct stage_progress *prog,
     const struct stage_req *r = cp->r;
     struct tier_copy_opts opts = {
         .flags = TIER_COPY_NOSYNC | TIER_COPY_NOREPLACE,
-        .progress = stage_on_progress, .progress_arg = prog,
+        .progress = stage_on_progress,
+        .progress_arg = prog,
         /* one GFS stream is one reader (and the user's bandwidth) */
         .threads = 1,
         .limit = streams_worker_limit (),
@@ -337,9 +337,8 @@ static int copy_one (struct copier *cp, int k, struct stage_progress *prog,
     if (cp->urls[k]) {
         /* an object: not from the GFS, and not through the stage cache
          * (there is no version to key it by) */
-        rc = stage_url_fetch (r, cp->urls[k], cp->creds[k], cp->dstfds[k],
-                              base, cp->modes[k], prog, total, &size,
-                              &error);
+        rc = stage_url_fetch (r, cp->urls[k], cp->creds[k], cp->dstfds[k], base,
+                              cp->modes[k], prog, total, &size, &error);
         tier_creds_destroy (cp->creds[k]);
         cp->creds[k] = NULL;
         if (rc < 0)
@@ -352,8 +351,7 @@ static int copy_one (struct copier *cp, int k, struct stage_progress *prog,
         rc = cached_copy (cp, k, base, &opts, &res, &hit, &error);
     else {
         (void) streams_take (on_queued, &cp->chan);
-        rc = tier_copy_tree (cp->srcfds[k], cp->dstfds[k], &opts, &res,
-                             &error);
+        rc = tier_copy_tree (cp->srcfds[k], cp->dstfds[k], &opts, &res, &error);
         streams_give ();
     }
     if (rc < 0)
@@ -378,8 +376,10 @@ static int copier_as_root (void *arg)
 
     for (int k = 0; k < cp->r->nitems; k++) {
         (void) snprintf (name, sizeof (name), "%d", cp->r->base + k);
-        if ((cp->dstfds[k] = openat (cp->stfd, name, O_RDONLY | O_DIRECTORY
-                                     | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        if ((cp->dstfds[k] = openat (cp->stfd, name,
+                                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                                         | O_CLOEXEC))
+            < 0)
             return -1;
     }
     close (cp->stfd);
@@ -416,8 +416,11 @@ static int copier_main (void *arg, int chan)
     for (int k = 0; k < r->nitems; k++)
         if (copy_one (cp, k, &prog, &total, &files, &bytes, &gfs, &meta) < 0)
             return 1;
-    m = (struct stagemsg) {
-        .type = STAGEMSG_DONE, .files = files, .bytes = bytes, .gfs = gfs,
+    m = (struct stagemsg){
+        .type = STAGEMSG_DONE,
+        .files = files,
+        .bytes = bytes,
+        .gfs = gfs,
         .meta = meta,
     };
     return stagemsg_send (chan, &m) < 0 ? 1 : 0;
@@ -427,21 +430,20 @@ static int copier_main (void *arg, int chan)
 
 struct stager {
     struct stage_req *r;
-    int chan;                   /* to the agent */
+    int chan; /* to the agent */
     int stfd, cachefd;
     struct stage_status st;
     char err[STATUS_ERROR_MAX + 1];
-    json_t *made;               /* stage.made: [{path, dev, ino, ref}] */
+    json_t *made; /* stage.made: [{path, dev, ino, ref}] */
     bool ok;
     int64_t t0;
 };
 
 /* A line for the agent's log. */
-static void stager_log (const struct stager *s, int level, const char *fmt,
-                        ...) __attribute__ ((format (printf, 3, 4)));
+static void stager_log (const struct stager *s, int level, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
 
-static void stager_log (const struct stager *s, int level, const char *fmt,
-                        ...)
+static void stager_log (const struct stager *s, int level, const char *fmt, ...)
 {
     struct stagemsg m = { .type = STAGEMSG_LOG, .level = level };
     char text[TIER_ERROR_MAX + 64];
@@ -454,8 +456,7 @@ static void stager_log (const struct stager *s, int level, const char *fmt,
     (void) stagemsg_send (s->chan, &m);
 }
 
-static void stager_status (struct stager *s, const char *state,
-                           const char *err)
+static void stager_status (struct stager *s, const char *state, const char *err)
 {
     s->st.state = state;
     s->st.error = err;
@@ -467,18 +468,22 @@ static void stager_status (struct stager *s, const char *state,
 static int open_cache (const struct stage_req *r, int rootfd)
 {
     const struct tier_trust dir = {
-        .kind = TIER_TRUST_ROOT_DIR, .create = 0700, .deny = 077,
+        .kind = TIER_TRUST_ROOT_DIR,
+        .create = 0700,
+        .deny = 077,
     };
     const struct tier_trust own = {
-        .kind = TIER_TRUST_USER_PRIVATE, .uid = r->uid, .gid = r->gid,
-        .create = 0700, .flags = O_DIRECTORY,
+        .kind = TIER_TRUST_USER_PRIVATE,
+        .uid = r->uid,
+        .gid = r->gid,
+        .create = 0700,
+        .flags = O_DIRECTORY,
     };
     const char *nv = r->conf->nvdimm_dir;
     char uidname[32];
     int cfd, fd;
 
-    if ((cfd = tier_trust_openat (rootfd, nv, ".stagecache", &dir,
-                                  NULL)) < 0)
+    if ((cfd = tier_trust_openat (rootfd, nv, ".stagecache", &dir, NULL)) < 0)
         return -1;
     (void) snprintf (uidname, sizeof (uidname), "%u", (unsigned) r->uid);
     fd = tier_trust_openat (cfd, ".stagecache", uidname, &own, NULL);
@@ -490,7 +495,9 @@ static int open_cache (const struct stage_req *r, int rootfd)
 static int prepare (struct stager *s)
 {
     const struct tier_trust priv = {
-        .kind = TIER_TRUST_ROOT_DIR, .create = 0700, .deny = 077,
+        .kind = TIER_TRUST_ROOT_DIR,
+        .create = 0700,
+        .deny = 077,
     };
     const struct stage_req *r = s->r;
     char name[32];
@@ -498,15 +505,16 @@ static int prepare (struct stager *s)
     int rootfd, jobfd;
 
     if ((rootfd = tier_root_open (r->conf->nvdimm_dir, &error)) < 0) {
-        stager_log (s, LOG_ERR, "job %u: stage-in: %s", r->job_id,
-                    error.text);
-        stager_status (s, "failed", "the node's NVDIMM tier is not "
+        stager_log (s, LOG_ERR, "job %u: stage-in: %s", r->job_id, error.text);
+        stager_status (s, "failed",
+                       "the node's NVDIMM tier is not "
                        "available");
         return -1;
     }
     (void) snprintf (name, sizeof (name), "%u", r->job_id);
     if ((jobfd = tier_trust_openat (rootfd, r->conf->nvdimm_dir, name, &priv,
-                                    &error)) >= 0) {
+                                    &error))
+        >= 0) {
         s->stfd = tier_trust_openat (jobfd, name, "stage", &priv, &error);
         close (jobfd);
     }
@@ -514,8 +522,9 @@ static int prepare (struct stager *s)
         int fd;
         (void) snprintf (name, sizeof (name), "%d", r->base + k);
         (void) mkdirat (s->stfd, name, 0700);
-        if ((fd = openat (s->stfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                          | O_CLOEXEC)) < 0
+        if ((fd = openat (s->stfd, name,
+                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+                < 0
             || fchown (fd, r->uid, r->gid) < 0) {
             if (fd >= 0)
                 close (fd);
@@ -549,8 +558,8 @@ static void ensure_user_dir (const struct stager *s)
         any = r->urls[k][0] != '\0';
     if (!any || !r->conf->shared_state_dir[0])
         return;
-    if ((rootfd = tier_state_open_root (r->conf->shared_state_dir,
-                                        &error)) >= 0) {
+    if ((rootfd = tier_state_open_root (r->conf->shared_state_dir, &error))
+        >= 0) {
         fd = tier_state_user_dir (rootfd, r->user, r->uid, r->gid, &error);
         close (rootfd);
     }
@@ -576,7 +585,8 @@ static void record_made (struct stager *s, const struct stagemsg *m)
                                              r->items[m->k], "dev",
                                              (json_int_t) m->dev, "ino",
                                              (json_int_t) m->ino, "ref",
-                                             m->ref)) < 0
+                                             m->ref))
+               < 0
         || !(text = json_dumps (s->made, JSON_COMPACT)))
         return;
     tier_ns_part_name (r->part, TIER_NS_STAGE_MADE, name, sizeof (name));
@@ -601,8 +611,8 @@ static void on_copier (struct stager *s, const struct stagemsg *m)
             record_made (s, m);
             break;
         case STAGEMSG_ERROR:
-            (void) snprintf (s->err, sizeof (s->err), "%.*s",
-                             STATUS_ERROR_MAX, m->error);
+            (void) snprintf (s->err, sizeof (s->err), "%.*s", STATUS_ERROR_MAX,
+                             m->error);
             return;
         case STAGEMSG_DONE:
             s->st.files = m->files;
@@ -626,8 +636,9 @@ static void listen_copier (struct stager *s, int chan, pid_t pid)
     int type;
 
     for (;;) {
-        if (chmsg_recv (chan, &stagemsg_copier_proto, &type, &body, NULL,
-                        NULL, 0, -1, &e) < 0) {
+        if (chmsg_recv (chan, &stagemsg_copier_proto, &type, &body, NULL, NULL,
+                        0, -1, &e)
+            < 0) {
             if (errno == ECONNRESET || errno == ENODATA)
                 return;
             break;
@@ -650,22 +661,28 @@ static pid_t start_copier (struct stager *s, struct copier *cp, int *chan)
 {
     struct stage_req *r = s->r;
     struct child_spec spec = {
-        .name = "tierd-stagecp", .cred = &r->cred, .mode = TIER_CRED_DATA,
-        .keep = { s->stfd, s->cachefd, r->streamfd }, .nkeep = 3,
+        .name = "tierd-stagecp",
+        .cred = &r->cred,
+        .mode = TIER_CRED_DATA,
+        .keep = { s->stfd, s->cachefd, r->streamfd },
+        .nkeep = 3,
         .proto = &stagemsg_copier_proto,
-        .as_root = copier_as_root, .main = copier_main, .arg = cp,
+        .as_root = copier_as_root,
+        .main = copier_main,
+        .arg = cp,
     };
     tier_error_t error;
     pid_t pid;
 
-    (void) snprintf (spec.title, sizeof (spec.title), "tierd-stagecp job %u "
-                     "%s", r->job_id, r->user);
+    (void) snprintf (spec.title, sizeof (spec.title),
+                     "tierd-stagecp job %u "
+                     "%s",
+                     r->job_id, r->user);
     cp->r = r;
     cp->stfd = s->stfd;
     cp->cachefd = s->cachefd;
     if ((pid = child_spawn (&spec, chan, &error)) < 0)
-        stager_log (s, LOG_ERR, "job %u: stage-in: %s", r->job_id,
-                    error.text);
+        stager_log (s, LOG_ERR, "job %u: stage-in: %s", r->job_id, error.text);
     return pid;
 }
 
@@ -673,7 +690,10 @@ int stager_main (void *arg, int chan)
 {
     static struct copier cp;
     struct stager s = {
-        .r = arg, .chan = chan, .stfd = -1, .cachefd = -1,
+        .r = arg,
+        .chan = chan,
+        .stfd = -1,
+        .cachefd = -1,
         .made = json_array (),
     };
     struct stage_req *r = s.r;

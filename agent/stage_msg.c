@@ -19,12 +19,9 @@
 #define SEND_TIMEOUT_MS 30000
 
 static const struct chmsg_type copier_types[] = {
-    { STAGEMSG_TOTAL, "total" },
-    { STAGEMSG_PROGRESS, "progress" },
-    { STAGEMSG_QUEUED, "queued" },
-    { STAGEMSG_MADE, "made" },
-    { STAGEMSG_ERROR, "error" },
-    { STAGEMSG_DONE, "done" },
+    { STAGEMSG_TOTAL, "total" },   { STAGEMSG_PROGRESS, "progress" },
+    { STAGEMSG_QUEUED, "queued" }, { STAGEMSG_MADE, "made" },
+    { STAGEMSG_ERROR, "error" },   { STAGEMSG_DONE, "done" },
 };
 
 static const struct chmsg_type stager_types[] = {
@@ -107,8 +104,8 @@ json_t *stagemsg_pack (const struct stagemsg *m)
             /* dev and ino as their bits: an ino_t may use all 64 */
             if (m->k >= 0 && ref_ok (m->ref))
                 o = json_pack ("{s:i s:I s:I s:s}", "k", m->k, "dev",
-                               (json_int_t) m->dev, "ino",
-                               (json_int_t) m->ino, "ref", m->ref);
+                               (json_int_t) m->dev, "ino", (json_int_t) m->ino,
+                               "ref", m->ref);
             break;
         case STAGEMSG_ERROR:
             if (m->error)
@@ -117,15 +114,13 @@ json_t *stagemsg_pack (const struct stagemsg *m)
         case STAGEMSG_DONE:
             if (count (m->files) >= 0 && count (m->bytes) >= 0
                 && count (m->gfs) >= 0 && count (m->meta) >= 0)
-                o = json_pack ("{s:I s:I s:I s:I}", "files",
-                               count (m->files), "bytes", count (m->bytes),
-                               "gfs", count (m->gfs), "meta",
-                               count (m->meta));
+                o = json_pack ("{s:I s:I s:I s:I}", "files", count (m->files),
+                               "bytes", count (m->bytes), "gfs", count (m->gfs),
+                               "meta", count (m->meta));
             break;
         case STAGEMSG_LOG:
             if (m->level >= 0 && m->level <= 7 && m->text)
-                o = json_pack ("{s:i s:s}", "level", m->level, "text",
-                               m->text);
+                o = json_pack ("{s:i s:s}", "level", m->level, "text", m->text);
             break;
         case STAGEMSG_REMOVED:
             if (m->removed >= 0)
@@ -135,7 +130,7 @@ json_t *stagemsg_pack (const struct stagemsg *m)
             break;
     }
     if (!o)
-        errno = EINVAL;                 /* or out of memory */
+        errno = EINVAL; /* or out of memory */
     return o;
 }
 
@@ -161,15 +156,15 @@ static int unpacked (int rc, int type, const json_error_t *jerr,
     return refuse (type, error, why);
 }
 
-static int unpack_made (json_t *body, struct stagemsg *m,
-                        tier_error_t *error)
+static int unpack_made (json_t *body, struct stagemsg *m, tier_error_t *error)
 {
     json_int_t k, dev, ino;
     json_error_t jerr;
 
-    if (unpacked (json_unpack_ex (body, &jerr, 0, "{s:I s:I s:I s:s}", "k",
-                                  &k, "dev", &dev, "ino", &ino, "ref",
-                                  &m->ref), STAGEMSG_MADE, &jerr, error) < 0)
+    if (unpacked (json_unpack_ex (body, &jerr, 0, "{s:I s:I s:I s:s}", "k", &k,
+                                  "dev", &dev, "ino", &ino, "ref", &m->ref),
+                  STAGEMSG_MADE, &jerr, error)
+        < 0)
         return -1;
     if (k < 0 || k > INT_MAX)
         return refuse (STAGEMSG_MADE, error, "names no item");
@@ -181,16 +176,16 @@ static int unpack_made (json_t *body, struct stagemsg *m,
     return 0;
 }
 
-static int unpack_done (json_t *body, struct stagemsg *m,
-                        tier_error_t *error)
+static int unpack_done (json_t *body, struct stagemsg *m, tier_error_t *error)
 {
     json_int_t v[4];
     json_error_t jerr;
 
-    if (unpacked (json_unpack_ex (body, &jerr, 0, "{s:I s:I s:I s:I}",
-                                  "files", &v[0], "bytes", &v[1], "gfs",
-                                  &v[2], "meta", &v[3]), STAGEMSG_DONE,
-                  &jerr, error) < 0)
+    if (unpacked (json_unpack_ex (body, &jerr, 0, "{s:I s:I s:I s:I}", "files",
+                                  &v[0], "bytes", &v[1], "gfs", &v[2], "meta",
+                                  &v[3]),
+                  STAGEMSG_DONE, &jerr, error)
+        < 0)
         return -1;
     if (v[0] < 0 || v[1] < 0 || v[2] < 0 || v[3] < 0)
         return refuse (STAGEMSG_DONE, error, "has a negative count");
@@ -209,7 +204,8 @@ static int unpack_count (json_t *body, int type, const char *name,
     json_int_t v;
 
     if (unpacked (json_unpack_ex (body, &jerr, 0, "{s:I}", name, &v), type,
-                  &jerr, error) < 0)
+                  &jerr, error)
+        < 0)
         return -1;
     if (v < 0)
         return refuse (type, error, "has a negative count");
@@ -233,23 +229,25 @@ int stagemsg_unpack (int type, json_t *body, struct stagemsg *m,
         case STAGEMSG_PROGRESS:
             return unpack_count (body, type, "done", &m->done, error);
         case STAGEMSG_QUEUED:
-            if (unpacked (json_unpack_ex (body, &jerr, 0, "{s:b}", "on",
-                                          &bit), type, &jerr, error) < 0)
+            if (unpacked (json_unpack_ex (body, &jerr, 0, "{s:b}", "on", &bit),
+                          type, &jerr, error)
+                < 0)
                 return -1;
             m->on = bit != 0;
             return 0;
         case STAGEMSG_MADE:
             return unpack_made (body, m, error);
         case STAGEMSG_ERROR:
-            return unpacked (json_unpack_ex (body, &jerr, 0, "{s:s}",
-                                             "error", &m->error), type,
-                             &jerr, error);
+            return unpacked (json_unpack_ex (body, &jerr, 0, "{s:s}", "error",
+                                             &m->error),
+                             type, &jerr, error);
         case STAGEMSG_DONE:
             return unpack_done (body, m, error);
         case STAGEMSG_LOG:
-            if (unpacked (json_unpack_ex (body, &jerr, 0, "{s:I s:s}",
-                                          "level", &level, "text", &m->text),
-                          type, &jerr, error) < 0)
+            if (unpacked (json_unpack_ex (body, &jerr, 0, "{s:I s:s}", "level",
+                                          &level, "text", &m->text),
+                          type, &jerr, error)
+                < 0)
                 return -1;
             if (level < 0 || level > 7)
                 return refuse (type, error, "has no syslog level");

@@ -42,7 +42,7 @@
 #include "chmsg.h"
 
 #define STAGEMSG_VERSION 1
-#define STAGEMSG_REF_MAX 128        /* a reference's name, with its NUL */
+#define STAGEMSG_REF_MAX 128 /* a reference's name, with its NUL */
 
 enum stagemsg_type {
     /* the copier's */
@@ -63,17 +63,17 @@ enum stagemsg_type {
  */
 struct stagemsg {
     enum stagemsg_type type;
-    uint64_t total;             /* total */
-    uint64_t done;              /* progress */
-    bool on;                    /* queued */
-    int k;                      /* made: the item */
-    uint64_t dev, ino;          /* made: the file */
-    const char *ref;            /* made: "" for none */
-    const char *error;          /* error */
-    uint64_t files, bytes, gfs, meta;   /* done */
-    int level;                  /* log: a syslog level, 0..7 */
-    const char *text;           /* log */
-    int removed;                /* removed */
+    uint64_t total;                   /* total */
+    uint64_t done;                    /* progress */
+    bool on;                          /* queued */
+    int k;                            /* made: the item */
+    uint64_t dev, ino;                /* made: the file */
+    const char *ref;                  /* made: "" for none */
+    const char *error;                /* error */
+    uint64_t files, bytes, gfs, meta; /* done */
+    int level;                        /* log: a syslog level, 0..7 */
+    const char *text;                 /* log */
+    int removed;                      /* removed */
 };
 
 extern const struct chmsg_proto stagemsg_copier_proto;

@@ -40,8 +40,7 @@
 #include "stage_msg.h"
 #include "stage.h"
 
-const char *stage_allowed_root (const struct tier_conf *conf,
-                                const char *path)
+const char *stage_allowed_root (const struct tier_conf *conf, const char *path)
 {
     for (int i = 0; i < conf->allowed_roots_count; i++)
         if (tier_path_under (path, conf->allowed_roots[i]))
@@ -60,11 +59,10 @@ int stage_open_parent (int rootfd, const char *rel, const char **base)
     }
     else {
         *base = slash + 1;
-        (void) snprintf (parent, sizeof (parent), "%.*s",
-                         (int) (slash - rel), rel);
+        (void) snprintf (parent, sizeof (parent), "%.*s", (int) (slash - rel),
+                         rel);
     }
-    return tier_path_open_beneath (rootfd, parent, O_PATH | O_DIRECTORY, 0,
-                                   0);
+    return tier_path_open_beneath (rootfd, parent, O_PATH | O_DIRECTORY, 0, 0);
 }
 
 const char *stage_open_error (int e)
@@ -87,9 +85,8 @@ int stage_refs_open (const struct stage_req *r)
  * is the file that was checked.  ref is "" when there can be none (no
  * such directory, or another file system).
  */
-static void add_ref (const struct stage_req *r, int k, int refsfd,
-                     int filefd, const struct stat *st, char *ref,
-                     size_t size)
+static void add_ref (const struct stage_req *r, int k, int refsfd, int filefd,
+                     const struct stat *st, char *ref, size_t size)
 {
     char proc[64];
     struct stat rst;
@@ -99,7 +96,7 @@ static void add_ref (const struct stage_req *r, int k, int refsfd,
         return;
     (void) snprintf (ref, size, "%u-%s-%d", r->job_id, r->conf->node, k);
     (void) snprintf (proc, sizeof (proc), "/proc/self/fd/%d", filefd);
-    (void) unlinkat (refsfd, ref, 0);           /* a requeued job's */
+    (void) unlinkat (refsfd, ref, 0); /* a requeued job's */
     if (linkat (AT_FDCWD, proc, refsfd, ref, AT_SYMLINK_FOLLOW) < 0) {
         ref[0] = '\0';
         return;
@@ -138,12 +135,14 @@ static bool is_mount_file (int refsfd, const struct stat *st)
     return found;
 }
 
-static void tell_made (int chan, int k, const struct stat *st,
-                       const char *ref)
+static void tell_made (int chan, int k, const struct stat *st, const char *ref)
 {
     struct stagemsg m = {
-        .type = STAGEMSG_MADE, .k = k, .dev = (uint64_t) st->st_dev,
-        .ino = (uint64_t) st->st_ino, .ref = ref,
+        .type = STAGEMSG_MADE,
+        .k = k,
+        .dev = (uint64_t) st->st_dev,
+        .ino = (uint64_t) st->st_ino,
+        .ref = ref,
     };
 
     (void) stagemsg_send (chan, &m);
@@ -154,8 +153,7 @@ static void tell_made (int chan, int k, const struct stat *st,
  * (is_mount_file) is reported as made, so that it goes once no job uses
  * it. */
 static int target_existing (const struct stage_req *r, int k, int refsfd,
-                            int tfd, int chan, const char *shown,
-                            mode_t *mode)
+                            int tfd, int chan, const char *shown, mode_t *mode)
 {
     const char *p = r->items[k];
     char ref[STAGEMSG_REF_MAX];
@@ -165,8 +163,8 @@ static int target_existing (const struct stage_req *r, int k, int refsfd,
 
     e = fstat (tfd, &st) < 0 ? errno : 0;
     if (!e && S_ISREG (st.st_mode) && st.st_uid != r->uid
-        && syscall (SYS_faccessat2, tfd, "", W_OK,
-                    AT_EMPTY_PATH | AT_EACCESS) < 0)
+        && syscall (SYS_faccessat2, tfd, "", W_OK, AT_EMPTY_PATH | AT_EACCESS)
+               < 0)
         e = errno;
     if (!e && S_ISREG (st.st_mode)
         && (mount_file = is_mount_file (refsfd, &st))) {
@@ -176,14 +174,17 @@ static int target_existing (const struct stage_req *r, int k, int refsfd,
     }
     close (tfd);
     if (e == EACCES || e == EPERM || e == EROFS)
-        return stage_say (chan, "%s: you neither own nor may write this "
-                          "file, so %s cannot be shown in its place", p,
-                          shown);
+        return stage_say (chan,
+                          "%s: you neither own nor may write this "
+                          "file, so %s cannot be shown in its place",
+                          p, shown);
     if (e)
         return stage_say (chan, "%s: %s", p, strerror (e));
     if (!S_ISREG (st.st_mode))
-        return stage_say (chan, "%s: not a regular file (%s is fetched as "
-                          "one file)", p, shown);
+        return stage_say (chan,
+                          "%s: not a regular file (%s is fetched as "
+                          "one file)",
+                          p, shown);
     *mode = mount_file ? 0644 : st.st_mode & 0777;
     return 0;
 }
@@ -204,12 +205,16 @@ static int target_make (const struct stage_req *r, int k, int refsfd,
     if ((pfd = stage_open_parent (rootfd, rel, &base)) < 0) {
         e = errno;
         if (e == ENOENT)
-            return stage_say (chan, "%s: its directory does not exist (it "
-                              "must, to show %s there)", p, shown);
+            return stage_say (chan,
+                              "%s: its directory does not exist (it "
+                              "must, to show %s there)",
+                              p, shown);
         return stage_say (chan, "%s: %s", p, stage_open_error (e));
     }
-    nfd = openat (pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
-                  | O_NOCTTY | O_CLOEXEC, 0600);
+    nfd = openat (pfd, base,
+                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY
+                      | O_CLOEXEC,
+                  0600);
     e = errno;
     if (nfd >= 0 && fstat (nfd, &st) == 0) {
         add_ref (r, k, refsfd, nfd, &st, ref, sizeof (ref));
@@ -226,13 +231,15 @@ static int target_make (const struct stage_req *r, int k, int refsfd,
     }
     close (pfd);
     if (e != EEXIST)
-        return stage_say (chan, "%s: cannot create an empty file there to "
-                          "show %s: %s", p, shown, strerror (e));
+        return stage_say (chan,
+                          "%s: cannot create an empty file there to "
+                          "show %s: %s",
+                          p, shown, strerror (e));
     return 1;
 }
 
-int stage_url_target (const struct stage_req *r, int k, int refsfd,
-                      int chan, mode_t *mode)
+int stage_url_target (const struct stage_req *r, int k, int refsfd, int chan,
+                      mode_t *mode)
 {
     const char *p = r->items[k], *root, *rel;
     char shown[256];
@@ -240,12 +247,13 @@ int stage_url_target (const struct stage_req *r, int k, int refsfd,
 
     tier_url_shown (r->urls[k], shown, sizeof (shown));
     if (!(root = stage_allowed_root (r->conf, p)))
-        return stage_say (chan, "%s: outside the directories tier may act "
-                          "on (AllowedRoots)", p);
+        return stage_say (chan,
+                          "%s: outside the directories tier may act "
+                          "on (AllowedRoots)",
+                          p);
     rel = tier_path_strip (p, root);
     if (!*rel)
-        return stage_say (chan, "%s: an allowed root cannot show %s", p,
-                          shown);
+        return stage_say (chan, "%s: an allowed root cannot show %s", p, shown);
     if ((rootfd = open (root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
         return stage_say (chan, "%s: %s", root, strerror (errno));
     for (int tries = 0;; tries++) {
@@ -255,8 +263,8 @@ int stage_url_target (const struct stage_req *r, int k, int refsfd,
         }
         if (errno != ENOENT || tries > 0)
             break;
-        if ((rc = target_make (r, k, refsfd, rootfd, rel, chan, shown,
-                               mode)) <= 0) {
+        if ((rc = target_make (r, k, refsfd, rootfd, rel, chan, shown, mode))
+            <= 0) {
             close (rootfd);
             return rc;
         }
@@ -278,8 +286,10 @@ struct tier_creds *stage_url_creds (const struct stage_req *r,
     tier_error_t e;
 
     if (!root[0]) {
-        (void) stage_say (chan, "%s: no S3 credentials: SharedStateDir is "
-                          "not set in tier.conf", u->display);
+        (void) stage_say (chan,
+                          "%s: no S3 credentials: SharedStateDir is "
+                          "not set in tier.conf",
+                          u->display);
         return NULL;
     }
     if (tier_creds_path (root, r->user, path, sizeof (path)) < 0) {
@@ -288,15 +298,15 @@ struct tier_creds *stage_url_creds (const struct stage_req *r,
         return NULL;
     }
     if (lstat (path, &st) < 0) {
-        (void) stage_say (chan, "%s: no S3 credentials: %s: %s (see "
-                          "doc/staging.md)", u->display, path,
-                          strerror (errno));
+        (void) stage_say (chan,
+                          "%s: no S3 credentials: %s: %s (see "
+                          "doc/staging.md)",
+                          u->display, path, strerror (errno));
         return NULL;
     }
     if ((c = tier_creds_load (path, u->bucket, r->uid, &e)))
         return c;
-    if (errno == ENOENT && (c = tier_creds_load (path, "default", r->uid,
-                                                 &e)))
+    if (errno == ENOENT && (c = tier_creds_load (path, "default", r->uid, &e)))
         return c;
     if (errno == ENOENT)
         (void) stage_say (chan, "%s: %s: no [%s] or [default] profile",
@@ -333,16 +343,17 @@ static void on_url_progress (uint64_t done, uint64_t total, void *arg)
  * the URL, without secrets). */
 int stage_url_fetch (const struct stage_req *r, const struct tier_url *u,
                      const struct tier_creds *creds, int dstfd,
-                     const char *name, mode_t mode,
-                     struct stage_progress *prog, uint64_t *total,
-                     uint64_t *bytes, tier_error_t *error)
+                     const char *name, mode_t mode, struct stage_progress *prog,
+                     uint64_t *total, uint64_t *bytes, tier_error_t *error)
 {
     static const char tmp[] = ".tier-fetch.part";
     const char *ca = r->conf->endpoint_ca_file;
     struct url_progress up = { .prog = prog, .total = total };
     struct tier_endpoint_opts opts = {
-        .creds = creds, .ca_file = ca[0] ? ca : NULL,
-        .progress = on_url_progress, .progress_arg = &up,
+        .creds = creds,
+        .ca_file = ca[0] ? ca : NULL,
+        .progress = on_url_progress,
+        .progress_arg = &up,
     };
     struct tier_endpoint_result res;
     struct tier_endpoint *ep;
@@ -350,8 +361,10 @@ int stage_url_fetch (const struct stage_req *r, const struct tier_url *u,
 
     if (!(ep = tier_endpoint_create (u, &opts, error)))
         return -1;
-    if ((fd = openat (dstfd, tmp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW
-                      | O_CLOEXEC, 0600)) < 0) {
+    if ((fd = openat (dstfd, tmp,
+                      O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                      0600))
+        < 0) {
         tier_errprintf (error, "%s: %s", u->display, strerror (errno));
         goto out;
     }
@@ -396,9 +409,9 @@ static bool unmake_one (const struct tier_conf *conf, json_t *o, int refsfd)
     if (pfd < 0)
         return false;
     removed = fstatat (pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0
-              && S_ISREG (st.st_mode) && st.st_size == 0
-              && st.st_nlink == 1 && st.st_dev == (dev_t) dev
-              && st.st_ino == (ino_t) ino && unlinkat (pfd, base, 0) == 0;
+              && S_ISREG (st.st_mode) && st.st_size == 0 && st.st_nlink == 1
+              && st.st_dev == (dev_t) dev && st.st_ino == (ino_t) ino
+              && unlinkat (pfd, base, 0) == 0;
     close (pfd);
     return removed;
 }
@@ -415,9 +428,8 @@ int stage_unmake_main (void *arg, int chan)
     if (root[0])
         refsfd = tier_state_user_open (root, u->job->user, u->job->uid,
                                        TIER_STATE_STAGE_REFS, false, NULL);
-    json_array_foreach (u->made, i, o)
-        if (unmake_one (u->conf, o, refsfd))
-            m.removed++;
+    json_array_foreach (u->made, i, o) if (unmake_one (u->conf, o, refsfd))
+        m.removed++;
     if (refsfd >= 0)
         close (refsfd);
     return stagemsg_send (chan, &m) < 0 ? 1 : 0;

@@ -229,7 +229,7 @@ struct snap {
 };
 
 struct publish {
-    const char *root;           /* SharedStateDir */
+    const char *root; /* SharedStateDir */
     const struct upub *u;
     const char *node;
     const struct snap *snaps;
@@ -253,21 +253,24 @@ static int publisher_main (void *arg, int chan)
     for (int i = 0; i < p->nsnaps; i++) {
         (void) snprintf (batch, sizeof (batch), "%u", p->snaps[i].batch);
         if (tier_state_publish (p->root, u->user, u->uid, TIER_STATE_STATS,
-                                batch, name, p->snaps[i].text) < 0)
+                                batch, name, p->snaps[i].text)
+            < 0)
             rc = 1;
     }
     if (u->ngone == 0
         || (sfd = tier_state_user_open (p->root, u->user, u->uid,
-                                        TIER_STATE_STATS, false, NULL)) < 0)
+                                        TIER_STATE_STATS, false, NULL))
+               < 0)
         return rc;
     for (int i = 0; i < u->ngone; i++) {
         (void) snprintf (batch, sizeof (batch), "%u", u->gone[i]);
-        if ((bfd = openat (sfd, batch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                           | O_CLOEXEC)) < 0)
+        if ((bfd = openat (sfd, batch,
+                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+            < 0)
             continue;
         (void) unlinkat (bfd, name, 0);
         close (bfd);
-        (void) unlinkat (sfd, batch, AT_REMOVEDIR);     /* when the last
+        (void) unlinkat (sfd, batch, AT_REMOVEDIR); /* when the last
                                                          * node is gone */
     }
     close (sfd);
@@ -285,7 +288,8 @@ static void publisher_done (struct agent *a, struct child *c, int status,
     u->pid = 0;
     if (!WIFEXITED (status) || WEXITSTATUS (status) != 0) {
         if (tier_state_user_path (a->conf->shared_state_dir, u->user,
-                                  TIER_STATE_STATS, path, sizeof (path)) < 0)
+                                  TIER_STATE_STATS, path, sizeof (path))
+            < 0)
             (void) snprintf (path, sizeof (path), "%s",
                              a->conf->shared_state_dir);
         tier_log (LOG_WARNING, "stats of %s could not be published in %s",
@@ -298,13 +302,20 @@ static int publisher_start (struct agent *a, struct upub *u,
                             const struct snap *snaps, int nsnaps)
 {
     struct publish p = {
-        .root = a->conf->shared_state_dir, .u = u, .node = a->node,
-        .snaps = snaps, .nsnaps = nsnaps,
+        .root = a->conf->shared_state_dir,
+        .u = u,
+        .node = a->node,
+        .snaps = snaps,
+        .nsnaps = nsnaps,
     };
     struct tier_cred cred;
     struct child_spec spec = {
-        .name = "tierd-stats", .cred = &cred, .mode = TIER_CRED_OWN,
-        .main = publisher_main, .arg = &p, .on_done = publisher_done,
+        .name = "tierd-stats",
+        .cred = &cred,
+        .mode = TIER_CRED_OWN,
+        .main = publisher_main,
+        .arg = &p,
+        .on_done = publisher_done,
         .owner = u,
     };
     tier_error_t error;
@@ -436,11 +447,11 @@ static void print_metrics (struct agent *a, FILE *f,
                  name, gauge ? "gauge" : "counter");
         for (int r = 0; r < TIER_ROLE_COUNT; r++) {
             if (ms)
-                fprintf (f, "%s{role=\"%s\"} %.3f\n", name,
-                         tier_role_name (r), (double) c->v[r][k] / 1000.0);
+                fprintf (f, "%s{role=\"%s\"} %.3f\n", name, tier_role_name (r),
+                         (double) c->v[r][k] / 1000.0);
             else
-                fprintf (f, "%s{role=\"%s\"} %llu\n", name,
-                         tier_role_name (r), (unsigned long long) c->v[r][k]);
+                fprintf (f, "%s{role=\"%s\"} %llu\n", name, tier_role_name (r),
+                         (unsigned long long) c->v[r][k]);
         }
     }
     fprintf (f, "# HELP tier_jobs_running Jobs registered and running on "
@@ -477,8 +488,7 @@ static void print_metrics (struct agent *a, FILE *f,
 
 /* MetricsFile's directory (root's, lib/trust.h), and a new temporary
  * beneath it (tmp: its name): a descriptor, or -1 after a log line. */
-static int metrics_tmp (const char *path, int *dirfd, char *tmp,
-                        size_t size)
+static int metrics_tmp (const char *path, int *dirfd, char *tmp, size_t size)
 {
     static const struct tier_trust rule = { .kind = TIER_TRUST_ROOT_DIR };
     const char *slash = strrchr (path, '/');
@@ -501,8 +511,10 @@ static int metrics_tmp (const char *path, int *dirfd, char *tmp,
         /* one left by an earlier agent of this pid is stale */
         if (tries > 0)
             (void) unlinkat (*dirfd, tmp, 0);
-        fd = openat (*dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
-                     | O_NOCTTY | O_CLOEXEC, 0644);
+        fd = openat (*dirfd, tmp,
+                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY
+                         | O_CLOEXEC,
+                     0644);
         if (fd < 0 && errno != EEXIST)
             break;
     }
@@ -530,7 +542,7 @@ static void write_metrics (struct agent *a, int running)
         close (fd);
         goto error;
     }
-    migrate_gauges (a, UINT32_MAX, &c);     /* pending/failed: now */
+    migrate_gauges (a, UINT32_MAX, &c); /* pending/failed: now */
     print_metrics (a, f, &c, running);
     if (fclose (f) != 0
         || renameat (dfd, tmp, dfd, strrchr (path, '/') + 1) < 0) {

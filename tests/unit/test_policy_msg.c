@@ -39,7 +39,8 @@ static void test_round_trips (void **state)
         text = chmsg_encode (&polmsg_proto, ms[i].type, polmsg_pack (&ms[i]));
         assert_non_null (text);
         assert_int_equal (chmsg_decode (&polmsg_proto, text, strlen (text),
-                                        &type, &body, &e), 0);
+                                        &type, &body, &e),
+                          0);
         free (text);
         assert_int_equal (type, ms[i].type);
         assert_int_equal (polmsg_unpack (type, body, &out, &e), 0);
@@ -60,8 +61,9 @@ static void refused (const char *text)
     int type;
 
     errno = 0;
-    assert_int_equal (chmsg_decode (&polmsg_proto, text, strlen (text),
-                                    &type, &body, &e), -1);
+    assert_int_equal (chmsg_decode (&polmsg_proto, text, strlen (text), &type,
+                                    &body, &e),
+                      -1);
     assert_int_equal (errno, EPROTO);
     assert_null (body);
 }
@@ -92,8 +94,9 @@ static void mistyped (const char *text)
     json_t *body;
     int type;
 
-    assert_int_equal (chmsg_decode (&polmsg_proto, text, strlen (text),
-                                    &type, &body, &e), 0);
+    assert_int_equal (chmsg_decode (&polmsg_proto, text, strlen (text), &type,
+                                    &body, &e),
+                      0);
     errno = 0;
     assert_int_equal (polmsg_unpack (type, body, &m, &e), -1);
     assert_int_equal (errno, EPROTO);
@@ -129,8 +132,9 @@ static void recv_answer (int fd, struct polmsg *m, char **text)
     json_t *body;
     int type, fds[1] = { -1 }, nfds = 0;
 
-    assert_int_equal (chmsg_recv (fd, &polmsg_proto, &type, &body, fds,
-                                  &nfds, 1, 1000, &e), 0);
+    assert_int_equal (chmsg_recv (fd, &polmsg_proto, &type, &body, fds, &nfds,
+                                  1, 1000, &e),
+                      0);
     assert_int_equal (polmsg_unpack (type, body, m, &e), 0);
     *text = NULL;
     if (m->type == POLMSG_FROZEN || m->type == POLMSG_USER) {
@@ -156,10 +160,9 @@ static void test_send (void **state)
     for (size_t i = 0; i < big; i++)
         large[i] = (char) ('a' + i % 26);
     large[big] = '\0';
-    assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
-                                  sv), 0);
-    assert_int_equal (polmsg_send (sv[1], POLMSG_FROZEN, "{\"format\":1}"),
+    assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
                       0);
+    assert_int_equal (polmsg_send (sv[1], POLMSG_FROZEN, "{\"format\":1}"), 0);
     recv_answer (sv[0], &m, &text);
     assert_int_equal (m.type, POLMSG_FROZEN);
     assert_string_equal (text, "{\"format\":1}");
@@ -216,8 +219,8 @@ static void test_text_refusals (void **state)
     close (p[0]);
     close (p[1]);
     /* a memfd without its seals: it could still change */
-    assert_true ((fd = memfd_create ("t", MFD_CLOEXEC
-                                     | MFD_ALLOW_SEALING)) >= 0);
+    assert_true ((fd = memfd_create ("t", MFD_CLOEXEC | MFD_ALLOW_SEALING))
+                 >= 0);
     assert_int_equal (write (fd, "hello", 5), 5);
     text_refused (&m, fd);
     close (fd);

@@ -30,8 +30,8 @@ static json_t *round_trip (const struct stagemsg *m, struct stagemsg *out)
     assert_non_null (p);
     text = chmsg_encode (p, m->type, stagemsg_pack (m));
     assert_non_null (text);
-    assert_int_equal (chmsg_decode (p, text, strlen (text), &type, &body,
-                                    &e), 0);
+    assert_int_equal (chmsg_decode (p, text, strlen (text), &type, &body, &e),
+                      0);
     free (text);
     assert_int_equal (type, m->type);
     assert_int_equal (stagemsg_unpack (type, body, out, &e), 0);
@@ -46,12 +46,18 @@ static void test_round_trips (void **state)
         { .type = STAGEMSG_PROGRESS, .done = 12345 },
         { .type = STAGEMSG_QUEUED, .on = true },
         { .type = STAGEMSG_QUEUED, .on = false },
-        { .type = STAGEMSG_MADE, .k = 3, .dev = 2049,
-          .ino = UINT64_MAX - 5, .ref = "42-n1-3" },
+        { .type = STAGEMSG_MADE,
+          .k = 3,
+          .dev = 2049,
+          .ino = UINT64_MAX - 5,
+          .ref = "42-n1-3" },
         { .type = STAGEMSG_MADE, .k = 0, .dev = 1, .ino = 2, .ref = "" },
         { .type = STAGEMSG_ERROR, .error = "/gfs/x: No such file" },
-        { .type = STAGEMSG_DONE, .files = 7, .bytes = 1ULL << 33,
-          .gfs = 99, .meta = 12 },
+        { .type = STAGEMSG_DONE,
+          .files = 7,
+          .bytes = 1ULL << 33,
+          .gfs = 99,
+          .meta = 12 },
         { .type = STAGEMSG_LOG, .level = 3, .text = "job 1: stage-in: x" },
         { .type = STAGEMSG_REMOVED, .removed = 4 },
     };
@@ -90,8 +96,8 @@ static void refused (const struct chmsg_proto *p, const char *text)
     int type;
 
     errno = 0;
-    assert_int_equal (chmsg_decode (p, text, strlen (text), &type, &body,
-                                    &e), -1);
+    assert_int_equal (chmsg_decode (p, text, strlen (text), &type, &body, &e),
+                      -1);
     assert_int_equal (errno, EPROTO);
     assert_null (body);
 }
@@ -105,11 +111,11 @@ static void test_unknown_names (void **state)
     refused (&stagemsg_copier_proto,
              "{\"t\":\"log\",\"v\":1,\"level\":3,\"text\":\"x\"}");
     refused (&stagemsg_copier_proto, "{\"t\":\"removed\",\"v\":1,"
-             "\"removed\":1}");
+                                     "\"removed\":1}");
     refused (&stagemsg_stager_proto, "{\"t\":\"done\",\"v\":1,\"files\":1,"
-             "\"bytes\":1,\"gfs\":1,\"meta\":1}");
+                                     "\"bytes\":1,\"gfs\":1,\"meta\":1}");
     refused (&stagemsg_unmake_proto, "{\"t\":\"total\",\"v\":1,"
-             "\"total\":1}");
+                                     "\"total\":1}");
     /* an unknown type cannot be packed or sent */
     {
         struct stagemsg m = { .type = 99 };
@@ -147,8 +153,9 @@ static void mistyped (const char *text)
             type = t;
     json_decref (o);
     assert_int_not_equal (type, 0);
-    assert_int_equal (chmsg_decode (stagemsg_proto (type), text,
-                                    strlen (text), &type, &body, &e), 0);
+    assert_int_equal (chmsg_decode (stagemsg_proto (type), text, strlen (text),
+                                    &type, &body, &e),
+                      0);
     errno = 0;
     assert_int_equal (stagemsg_unpack (type, body, &m, &e), -1);
     assert_int_equal (errno, EPROTO);
@@ -192,8 +199,9 @@ static void test_extra_members (void **state)
     json_t *body;
     int type;
 
-    assert_int_equal (chmsg_decode (&stagemsg_copier_proto, text,
-                                    strlen (text), &type, &body, &e), 0);
+    assert_int_equal (chmsg_decode (&stagemsg_copier_proto, text, strlen (text),
+                                    &type, &body, &e),
+                      0);
     assert_int_equal (stagemsg_unpack (type, body, &m, &e), 0);
     assert_true (m.total == 9);
     json_decref (body);
@@ -233,36 +241,40 @@ static void test_send (void **state)
     json_t *body;
     int sv[2], type;
 
-    assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
-                                  sv), 0);
+    assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+                      0);
     assert_int_equal (stagemsg_send (sv[1], &m), 0);
-    m = (struct stagemsg) { .type = STAGEMSG_DONE, .files = 2, .bytes = 3 };
+    m = (struct stagemsg){ .type = STAGEMSG_DONE, .files = 2, .bytes = 3 };
     assert_int_equal (stagemsg_send (sv[1], &m), 0);
     close (sv[1]);
-    assert_int_equal (chmsg_recv (sv[0], &stagemsg_copier_proto, &type,
-                                  &body, NULL, NULL, 0, 1000, &e), 0);
+    assert_int_equal (chmsg_recv (sv[0], &stagemsg_copier_proto, &type, &body,
+                                  NULL, NULL, 0, 1000, &e),
+                      0);
     assert_int_equal (stagemsg_unpack (type, body, &out, &e), 0);
     assert_int_equal (out.type, STAGEMSG_ERROR);
     assert_string_equal (out.error, "it failed");
     json_decref (body);
-    assert_int_equal (chmsg_recv (sv[0], &stagemsg_copier_proto, &type,
-                                  &body, NULL, NULL, 0, 1000, &e), 0);
+    assert_int_equal (chmsg_recv (sv[0], &stagemsg_copier_proto, &type, &body,
+                                  NULL, NULL, 0, 1000, &e),
+                      0);
     assert_int_equal (stagemsg_unpack (type, body, &out, &e), 0);
     assert_int_equal (out.type, STAGEMSG_DONE);
     assert_true (out.files == 2 && out.bytes == 3);
     json_decref (body);
     /* then the end of the channel */
-    assert_int_equal (chmsg_recv (sv[0], &stagemsg_copier_proto, &type,
-                                  &body, NULL, NULL, 0, 1000, &e), -1);
+    assert_int_equal (chmsg_recv (sv[0], &stagemsg_copier_proto, &type, &body,
+                                  NULL, NULL, 0, 1000, &e),
+                      -1);
     assert_true (errno == ECONNRESET || errno == ENODATA);
     close (sv[0]);
     /* a message of the stager's channel is refused on the copier's */
-    assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
-                                  sv), 0);
-    m = (struct stagemsg) { .type = STAGEMSG_LOG, .level = 6, .text = "x" };
+    assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+                      0);
+    m = (struct stagemsg){ .type = STAGEMSG_LOG, .level = 6, .text = "x" };
     assert_int_equal (stagemsg_send (sv[1], &m), 0);
-    assert_int_equal (chmsg_recv (sv[0], &stagemsg_copier_proto, &type,
-                                  &body, NULL, NULL, 0, 1000, &e), -1);
+    assert_int_equal (chmsg_recv (sv[0], &stagemsg_copier_proto, &type, &body,
+                                  NULL, NULL, 0, 1000, &e),
+                      -1);
     assert_int_equal (errno, EPROTO);
     close (sv[0]);
     close (sv[1]);
