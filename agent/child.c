@@ -83,7 +83,7 @@ static int cmp_int (const void *x, const void *y)
 /* Close every descriptor from 3 up but those in keep[]. */
 static void close_all_but (const int *keep, int n)
 {
-    int sorted[CHILD_KEEP_MAX + 1];
+    int sorted[CHILD_KEEP_MAX + 2];
     unsigned from = 3;
 
     memcpy (sorted, keep, (size_t) n * sizeof (int));
@@ -117,7 +117,7 @@ static void reset_signals (void)
 static void __attribute__ ((noreturn))
 child_run (const struct child_spec *s, int chan, pid_t parent)
 {
-    int keep[CHILD_KEEP_MAX + 1];
+    int keep[CHILD_KEEP_MAX + 2];
     int n = 0;
 
     reset_signals ();
@@ -125,6 +125,8 @@ child_run (const struct child_spec *s, int chan, pid_t parent)
         if (s->keep[i] >= 0)
             keep[n++] = s->keep[i];
     keep[n++] = chan;
+    if ((keep[n] = tier_log_child_fd ()) >= 0)
+        n++; /* children log too */
     close_all_but (keep, n);
     if (s->own_pgrp)
         (void) setpgid (0, 0);

@@ -7,7 +7,8 @@
  *
  *   1. every signal back to its default and unblocked (the agent blocks
  *      them for its signalfd), SIGPIPE ignored (a gone peer is EPIPE);
- *   2. every descriptor closed but 0-2, the channel and spec->keep[];
+ *   2. every descriptor closed but 0-2, the channel, the log file
+ *      (lib/log.h: tier_log works in children) and spec->keep[];
  *   3. the process name (comm, at most 15 characters: "tierd-mig") and
  *      the full title in argv ("tierd-mig job 42.0 alice"), so that ps
  *      tells the children apart and nothing that matches the agent's

@@ -247,3 +247,12 @@ void tier_log_errn_exit (int errnum, const char *fmt, ...)
     va_end (ap);
     exit (1);
 }
+
+int tier_log_child_fd (void)
+{
+    if (logger.dest == TIER_LOG_SYSLOG) {
+        closelog (); /* the next message opens anew */
+        return -1;
+    }
+    return logger.dest == TIER_LOG_FILE ? logger.fd : -1;
+}

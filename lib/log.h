@@ -67,4 +67,11 @@ void tier_log_exit (const char *fmt, ...)
 void tier_log_errn_exit (int errnum, const char *fmt, ...)
     __attribute__ ((format (printf, 2, 3), noreturn));
 
+/* In a new child about to close its descriptors (agent/child.c): the
+ * log file's descriptor, to keep open, or -1.  The syslog socket is
+ * closed instead (the child's next message opens its own): a kept number
+ * that the child later reuses must never receive log lines.
+ */
+int tier_log_child_fd (void);
+
 #endif /* !TIER_LOG_H */
