@@ -151,19 +151,19 @@ int jobs_reconcile_start (struct agent *a)
     rc->efd = -1;
     if (store_job_foreach (a->store, collect_cb, &rc->r, &error) < 0) {
         tier_log (LOG_ERR, "reconcile: %s", error.text);
-        goto fail;
+        goto error;
     }
     if (rc->r.n == 0 || !(rc->ended = calloc (rc->r.n, sizeof (int))))
-        goto fail;
+        goto error;
     if ((rc->efd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
-        goto fail;
+        goto error;
     slurm_ready (a);
     if (pthread_create (&rc->thread, NULL, recon_thread, rc) != 0)
-        goto fail;
+        goto error;
     tier_log (LOG_INFO, "reconciling %d job(s) with slurmctld", rc->r.n);
     a->recon = rc;
     return rc->efd;
-fail:
+error:
     recon_free (rc);
     return -1;
 }

@@ -752,7 +752,7 @@ struct tier_policy_set *policy_user_set (struct agent *a, uid_t uid,
     int kind = POLMSG_NONE;
 
     if (!all || !out || !errors)
-        goto fail;
+        goto error;
     memset (&job, 0, sizeof (job));
     job.ngroups = -1; /* not known (OWN needs none) */
     job.uid = uid;
@@ -769,12 +769,12 @@ struct tier_policy_set *policy_user_set (struct agent *a, uid_t uid,
         tier_log (LOG_WARNING, "user policies of %s: %s", user, e.text);
     tier_policy_roots_from_conf (a->conf, user, &rb);
     if (tier_policy_freeze (all, &rb.roots, out, NULL, &e) < 0)
-        goto fail;
+        goto error;
     free (found);
     json_decref (errors);
     tier_policy_set_destroy (all);
     return out;
-fail:
+error:
     free (found);
     json_decref (errors);
     tier_policy_set_destroy (all);

@@ -883,9 +883,9 @@ int cmd_predict (struct ctl *ctl, int argc, char **argv)
     if (!(pr->times = tier_evt_times_load (pr->file, &error))
         || tier_evt_times_blocks (pr->times, pr->block, &pr->blocks,
                                   &error) < 0)
-        goto fail;
+        goto error;
     if (pr->measured_file && load_measured (pr, &error) < 0)
-        goto fail;
+        goto error;
     if (!nodes_given) {
         /* 2, 4, 8 and 16 blocks' worth of nodes */
         for (int k = 1; k <= 4; k++)
@@ -919,10 +919,10 @@ int cmd_predict (struct ctl *ctl, int argc, char **argv)
         char msg[TIER_ERROR_MAX];
         snprintf (msg, sizeof (msg), "%s", error.text);
         tier_errprintf (&error, "%s: %s", pr->file, msg);
-        goto fail;
+        goto error;
     }
     if (pr->svg_file && write_svg (pr, &error) < 0)
-        goto fail;
+        goto error;
     if (pr->json ? print_json (pr) < 0 : (print_table (pr), 0))
         goto out;
     if (fflush (stdout) != 0 || ferror (stdout)) {
@@ -932,7 +932,7 @@ int cmd_predict (struct ctl *ctl, int argc, char **argv)
     }
     rc = CTL_OK;
     goto out;
-fail:
+error:
     fprintf (stderr, "tierctl predict: %s\n", error.text);
 out:
     tier_evt_destroy (pr->evt);

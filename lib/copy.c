@@ -87,13 +87,13 @@ static int limit_init (struct tier_copy_limit *lim, uint64_t rate,
     int e;
 
     if ((e = pthread_mutexattr_init (&attr)))
-        goto fail;
+        goto error;
     if ((shared && (e = pthread_mutexattr_setpshared (&attr,
                                                       PTHREAD_PROCESS_SHARED)))
         || (e = pthread_mutexattr_setrobust (&attr, PTHREAD_MUTEX_ROBUST))
         || (e = pthread_mutex_init (&lim->lock, &attr))) {
         pthread_mutexattr_destroy (&attr);
-        goto fail;
+        goto error;
     }
     pthread_mutexattr_destroy (&attr);
     lim->shared = shared;
@@ -101,7 +101,7 @@ static int limit_init (struct tier_copy_limit *lim, uint64_t rate,
     lim->tokens = lim->burst;
     lim->last_ns = lim->busy_end_ns = (uint64_t) tier_now_ns ();
     return 0;
-fail:
+error:
     errno = e;
     return -1;
 }

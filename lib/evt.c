@@ -521,11 +521,11 @@ static double run_bfgs (const struct obj *o, double *v, double step,
     bool ok = false;
 
     if (f0 >= PENALTY)
-        goto done;
+        goto out;
     for (size_t i = 0; i < dim; i++)
         gsl_vector_set (x, i, v[i]);
     if (gsl_multimin_fdfminimizer_set (s, &fn, x, step, 0.1) != GSL_SUCCESS)
-        goto done;
+        goto out;
     for (int it = 0; it < maxit; it++) {
         if (gsl_multimin_test_gradient (gsl_multimin_fdfminimizer_gradient
                                         (s), 1e-10) == GSL_SUCCESS) {
@@ -548,7 +548,7 @@ static double run_bfgs (const struct obj *o, double *v, double step,
         else
             ok = false;
     }
-done:
+out:
     if (converged)
         *converged = ok;
     return obj_value (o, v);

@@ -574,18 +574,18 @@ static int scan_doc (const char *json, size_t len, const char *key,
     struct scan s;
 
     if (!json)
-        goto invalid;
+        goto inval;
     s.p = (const unsigned char *) json;
     s.end = s.p + len;
     skip_ws (&s);
     if (s.p >= s.end || *s.p != '{'
         || scan_object (&s, 1, key, found, flen) < 0)
-        goto invalid;
+        goto inval;
     skip_ws (&s);
     if (s.p != s.end)
-        goto invalid;
+        goto inval;
     return 0;
-invalid:
+inval:
     errno = EINVAL;
     return -1;
 }
@@ -598,19 +598,19 @@ static int span_value (const char *val, size_t vlen, struct scan *tok)
     struct scan s;
 
     if (!val)
-        goto invalid;
+        goto inval;
     s.p = (const unsigned char *) val;
     s.end = s.p + vlen;
     skip_ws (&s);
     tok->p = s.p;
     if (scan_value (&s, 0) < 0)
-        goto invalid;
+        goto inval;
     tok->end = s.p;
     skip_ws (&s);
     if (s.p != s.end)
-        goto invalid;
+        goto inval;
     return 0;
-invalid:
+inval:
     errno = EINVAL;
     return -1;
 }
@@ -708,10 +708,10 @@ static int integer_of (const struct scan *tok, bool *negative,
 
     if (*p == '"' || *p == '{' || *p == '[' || *p == 't' || *p == 'f'
         || *p == 'n')
-        goto invalid;
+        goto inval;
     for (const unsigned char *q = p; q < tok->end; q++)
         if (*q == '.' || *q == 'e' || *q == 'E')
-            goto invalid;               /* integers only */
+            goto inval;               /* integers only */
     if ((*negative = *p == '-'))
         p++;
     for (; p < tok->end; p++) {
@@ -724,7 +724,7 @@ static int integer_of (const struct scan *tok, bool *negative,
     }
     *mag = m;
     return 0;
-invalid:
+inval:
     errno = EINVAL;
     return -1;
 }
@@ -855,7 +855,7 @@ int tier_jr_next (struct tier_jr_iter *it, const char **key, size_t *keylen,
         return 0;
     skip_ws (&s);
     if (s.p >= s.end)
-        goto invalid;
+        goto inval;
     if (*s.p == (it->object ? '}' : ']')) {
         it->done = true;
         return 0;
@@ -863,16 +863,16 @@ int tier_jr_next (struct tier_jr_iter *it, const char **key, size_t *keylen,
     if (it->object) {
         k = s.p;
         if (*s.p != '"' || scan_string (&s, true) < 0)
-            goto invalid;
+            goto inval;
         kend = s.p;
         skip_ws (&s);
         if (s.p >= s.end || *s.p++ != ':')
-            goto invalid;
+            goto inval;
         skip_ws (&s);
     }
     v = s.p;
     if (scan_value (&s, 1) < 0)
-        goto invalid;
+        goto inval;
     if (val)
         *val = (const char *) v;
     if (vlen)
@@ -886,7 +886,7 @@ int tier_jr_next (struct tier_jr_iter *it, const char **key, size_t *keylen,
         s.p++;
     it->p = (const char *) s.p;
     return 1;
-invalid:
+inval:
     it->done = true;
     errno = EINVAL;
     return -1;

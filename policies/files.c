@@ -221,20 +221,20 @@ int tier_policy_write_at (int dirfd, const char *name, const char *text,
     if (fd < 0)
         return tier_errprintf (error, "%s: no unique temporary", name);
     if (fchmod (fd, mode) < 0)
-        goto fail;
+        goto error;
     while (off < len) {
         ssize_t n = write (fd, text + off, len - off);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            goto fail;
+            goto error;
         off += (size_t) n;
     }
     if (fsync (fd) < 0)
-        goto fail;
+        goto error;
     if (close (fd) < 0) {
         fd = -1;
-        goto fail;
+        goto error;
     }
     fd = -1;
     if (noreplace) {
@@ -249,10 +249,10 @@ int tier_policy_write_at (int dirfd, const char *name, const char *text,
         (void) unlinkat (dirfd, tmp, 0);
     }
     else if (renameat (dirfd, tmp, dirfd, name) < 0)
-        goto fail;
+        goto error;
     (void) fsync (dirfd);
     return 0;
-fail:
+error:
     e = errno;
     if (fd >= 0)
         close (fd);

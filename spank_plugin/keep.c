@@ -123,16 +123,16 @@ static void child (const struct mount_ctx *m, int k, const char *dir,
     memset (&r, 0, sizeof (r));
     /* the real GFS directory, as the user, on the host */
     if ((lowerfd = ns_resolve_dir (m, "--tier-scratch", dir, &e)) < 0)
-        goto report;
+        goto out;
     if (tier_ns_enter (m->conf->namespace_dir, m->job_id, &e) < 0)
-        goto report;
+        goto out;
     (void) snprintf (path, sizeof (path), "%s/%u/%d/upper",
                      m->conf->nvdimm_dir, m->job_id, k);
     if ((upfd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
                       | O_CLOEXEC)) < 0) {
         if (errno != ENOENT)
             tier_errprintf (&e, "%s: %s", path, strerror (errno));
-        goto report;                    /* nothing was mounted there */
+        goto out;                    /* nothing was mounted there */
     }
     count_tree (upfd, lowerfd, 0, &r.st);
     if (keep && r.st.files > 0) {
@@ -149,19 +149,19 @@ static void child (const struct mount_ctx *m, int k, const char *dir,
         if (tier_cred_drop (&m->cred, TIER_CRED_DATA) < 0) {
             tier_errprintf (&e, "cannot drop to uid %u",
                             (unsigned) m->cred.uid);
-            goto report;
+            goto out;
         }
         if ((kept = user_subdir (lowerfd, ".tier-kept", true, &e)) < 0)
-            goto report;
+            goto out;
         keep_name (m->job_id, m->restart, name, sizeof (name));
         jfd = user_subdir (kept, name, true, &e);
         close (kept);
         if (jfd < 0)
-            goto report;
+            goto out;
         nfd = user_subdir (jfd, m->conf->node, false, &e);
         close (jfd);
         if (nfd < 0)
-            goto report;
+            goto out;
         memset (&res, 0, sizeof (res));
         if (tier_copy_tree (upfd, nfd, &opts, &res, &e) == 0)
             r.kept_ok = 1;
@@ -169,7 +169,7 @@ static void child (const struct mount_ctx *m, int k, const char *dir,
         r.st.kept_bytes = res.bytes;
         close (nfd);
     }
-report:
+out:
     if (e.text[0])
         (void) snprintf (r.error, sizeof (r.error), "%s", e.text);
     if (write (wfd, &r, sizeof (r)) != (ssize_t) sizeof (r)) {

@@ -402,7 +402,7 @@ int remote_init_post_opt (spank_t sp)
     if (tier.opt_error[0])
         return 0;                       /* reported in user_init */
     if (!(tier.conf = remote_load_conf (&error)))
-        goto fail;
+        goto error;
     if (!tier.conf->enabled) {
         (void) snprintf (tier.agent_error, sizeof (tier.agent_error),
                          "tier is disabled on node %s (Enabled = no)",
@@ -412,7 +412,7 @@ int remote_init_post_opt (spank_t sp)
     if (spawn_ensure (tier.conf, tier.conf_path, tier.conf->node, 5000, &error)
             < 0
         || register_job (sp, &error) < 0)
-        goto fail;
+        goto error;
     tier.agent_ok = 1;
     list_outputs (sp);
     if (ns_wanted () && !tier.scratch_denied) {
@@ -427,7 +427,7 @@ int remote_init_post_opt (spank_t sp)
     if (tier.ns_ok && (tier.opts.stage_in[0] || tier.policy_in[0]))
         start_stage_in (sp);
     return 0;
-fail:
+error:
     (void) snprintf (tier.agent_error, sizeof (tier.agent_error), "%s",
                      error.text);
     slurm_error ("tier: %s", error.text);       /* the slurmd log */

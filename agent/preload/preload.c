@@ -571,15 +571,15 @@ static int redirect (int dirfd, const char *path, int flags, mode_t mode)
     (void) snprintf (link, sizeof (link), "/proc/self/fd/%d", srcfd);
     if (fstat (srcfd, &sb) < 0 || !S_ISREG (sb.st_mode)
         || (n = readlink (link, real, sizeof (real) - 1)) <= 0)
-        goto source;
+        goto out;
     real[n] = '\0';
     if (!in_batch (real))
-        goto source;                    /* a symlink led out */
+        goto out;                    /* a symlink led out */
     fl = fcntl (srcfd, F_GETFL);
     rc = ask_agent (srcfd, real, replica, sizeof (replica), &rsize,
                     &revalidate);
     if (rc == -1)
-        goto source;                    /* never sent: untouched */
+        goto out;                    /* never sent: untouched */
     if (rc == -2) {
         /* a fetcher may still hold the open file description (the agent
          * died mid-copy, or is slow): its flags and offset are not the
@@ -592,28 +592,28 @@ static int redirect (int dirfd, const char *path, int flags, mode_t mode)
                 (void) close (again);
             source_restore (srcfd, fl);
         }
-        goto source;
+        goto out;
     }
     if (rc < 0) {
         source_restore (srcfd, fl);
-        goto source;
+        goto out;
     }
     fd = sys_openat (AT_FDCWD, replica, (flags & ~O_CREAT) | O_NOFOLLOW, 0);
     if (fd < 0) {
         source_restore (srcfd, fl);
-        goto source;
+        goto out;
     }
     if (dup3 (fd, srcfd, flags & O_CLOEXEC) < 0) {
         (void) close (fd);
         source_restore (srcfd, fl);
-        goto source;
+        goto out;
     }
     (void) close (fd);
     /* cache the decision under the file's own path, as the kernel tells
      * it: only when the lexical form is that path (no symlink on the way) */
     if (!strcmp (norm, real))
         cache_put (norm, replica, rsize, revalidate);
-source:
+out:
     in_tier--;
     return srcfd;
 }

@@ -177,15 +177,15 @@ int main (int argc, char **argv)
                       && optind + 3 > argc))
         usage ();
     if (tier_endpoint_init (&error) < 0)
-        goto done;
+        goto out;
     if (!(url = tier_url_parse (url_text, &error)))
-        goto done;
+        goto out;
     if (creds_file && !(creds = tier_creds_load (creds_file, profile,
                                                  geteuid (), &error)))
-        goto done;
+        goto out;
     if (rate && !(limit = tier_copy_limit_create (rate, rate / 10 + 1))) {
         tier_errprintf (&error, "limit: %s", strerror (errno));
-        goto done;
+        goto out;
     }
     opts.creds = creds;
     opts.cancel = &cancel_flag;
@@ -196,12 +196,12 @@ int main (int argc, char **argv)
         if (access (state_file, F_OK) == 0
             && !(resume = read_file (state_file))) {
             tier_errprintf (&error, "%s: %s", state_file, strerror (errno));
-            goto done;
+            goto out;
         }
         opts.resume = resume;
     }
     if (!(ep = tier_endpoint_create (url, &opts, &error)))
-        goto done;
+        goto out;
     if (!strcmp (cmd, "get")) {
         const char *path = argv[optind + 2];
 
@@ -210,7 +210,7 @@ int main (int argc, char **argv)
         else if ((fd = open (path, O_WRONLY | O_CREAT | O_CLOEXEC
                                        | (offset ? 0 : O_TRUNC), 0644)) < 0) {
             tier_errprintf (&error, "%s: %s", path, strerror (errno));
-            goto done;
+            goto out;
         }
         rc = tier_endpoint_get (ep, fd, offset, &res, &error);
     }
@@ -219,7 +219,7 @@ int main (int argc, char **argv)
 
         if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0) {
             tier_errprintf (&error, "%s: %s", path, strerror (errno));
-            goto done;
+            goto out;
         }
         rc = tier_endpoint_put (ep, fd, &res, &error);
     }
@@ -242,7 +242,7 @@ int main (int argc, char **argv)
         if (!json) {
             tier_errprintf (&error, "%s: %s", argv[optind + 2],
                             strerror (errno));
-            goto done;
+            goto out;
         }
         rc = tier_endpoint_abort_upload (ep, json, &res, &error);
         free (json);
@@ -260,7 +260,7 @@ int main (int argc, char **argv)
         fprintf (stderr, "# parts=%u resumed=%u aborted=%d requests=%u\n",
                  res.parts, res.parts_resumed, res.aborted_upload,
                  res.requests);
-done:
+out:
     if (rc < 0)
         fprintf (stderr, "endpoint_tool: %s (%s)\n", error.text,
                  errno_name (errno));
