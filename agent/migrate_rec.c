@@ -25,6 +25,7 @@
 
 #include "lib/log.h"
 #include "lib/endpoint.h" /* tier_url_child */
+#include "lib/url.h"
 #include "migrate.h"
 
 /* Escaped names longer than this make no upload records (LMDB keys are
@@ -54,38 +55,10 @@ static size_t key_esc (const char *in, char *out, size_t size)
     return o;
 }
 
-static int hexval (char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* in[0..n) unescaped into out; -1 if malformed or too long. */
 static int key_unesc (const char *in, size_t n, char *out, size_t size)
 {
-    size_t o = 0;
-
-    for (size_t i = 0; i < n; i++) {
-        if (o + 1 >= size)
-            return -1;
-        if (in[i] == '%') {
-            int hi, lo;
-            if (i + 2 >= n || (hi = hexval (in[i + 1])) < 0
-                || (lo = hexval (in[i + 2])) < 0)
-                return -1;
-            out[o++] = (char) (hi << 4 | lo);
-            i += 2;
-        }
-        else
-            out[o++] = in[i];
-    }
-    out[o] = '\0';
-    return 0;
+    return tier_url_unescape (in, n, out, size) < 0 ? -1 : 0;
 }
 
 static void job_prefix (const struct mig *g, char *buf, size_t size)

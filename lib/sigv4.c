@@ -16,6 +16,7 @@
 
 #include "sigv4.h"
 #include "strbuf.h"
+#include "url.h"
 
 /*
  * Encoding.
@@ -52,45 +53,21 @@ char *tier_sigv4_uri_encode (const char *in, size_t len, int keep_slash)
     return tier_strbuf_finish (&b);
 }
 
-static int hexval (char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Decode %XX escapes of in[0..len) into a malloc'ed buffer (*outlen bytes,
  * NUL-terminated).  '+' is kept: SigV4 does not treat it as a space. */
 static char *decode (const char *in, size_t len, size_t *outlen)
 {
     char *out = malloc (len + 1);
-    size_t n = 0;
+    long n;
 
     if (!out)
         return NULL;
-    for (size_t i = 0; i < len; i++) {
-        if (in[i] == '%') {
-            int hi, lo;
-
-            if (i + 2 >= len
-                || (hi = hexval (in[i + 1])) < 0
-                || (lo = hexval (in[i + 2])) < 0) {
-                free (out);
-                errno = EINVAL;
-                return NULL;
-            }
-            out[n++] = (char) (hi << 4 | lo);
-            i += 2;
-        }
-        else
-            out[n++] = in[i];
+    if ((n = tier_url_unescape (in, len, out, len + 1)) < 0) {
+        free (out);
+        errno = EINVAL;
+        return NULL;
     }
-    out[n] = '\0';
-    *outlen = n;
+    *outlen = (size_t) n;
     return out;
 }
 

@@ -711,7 +711,7 @@ static int integer_of (const struct scan *tok, bool *negative,
         goto inval;
     for (const unsigned char *q = p; q < tok->end; q++)
         if (*q == '.' || *q == 'e' || *q == 'E')
-            goto inval;               /* integers only */
+            goto inval; /* integers only */
     if ((*negative = *p == '-'))
         p++;
     for (; p < tok->end; p++) {

@@ -308,6 +308,65 @@ int tier_url_is_prefix (const struct tier_url *url)
     return len > 0 && s[len - 1] == '/';
 }
 
+/* item split at eq into left (before it) and right (after it). */
+static int split_at (const char *item, const char *eq, char *left, size_t lsize,
+                     char *right, size_t rsize)
+{
+    size_t len;
+
+    if (!eq || eq == item) {
+        errno = EINVAL;
+        return -1;
+    }
+    len = (size_t) (eq - item);
+    if (len >= lsize || strlen (eq + 1) >= rsize) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy (left, item, len);
+    left[len] = '\0';
+    strcpy (right, eq + 1);
+    return 0;
+}
+
+static int hexval (char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+long tier_url_unescape (const char *in, size_t n, char *out, size_t size)
+{
+    size_t o = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        int hi, lo;
+
+        if (o + 1 >= size) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        if (in[i] != '%') {
+            out[o++] = in[i];
+            continue;
+        }
+        if (i + 2 >= n || (hi = hexval (in[i + 1])) < 0
+            || (lo = hexval (in[i + 2])) < 0) {
+            errno = EINVAL;
+            return -1;
+        }
+        out[o++] = (char) (hi << 4 | lo);
+        i += 2;
+    }
+    if (size > 0)
+        out[o] = '\0';
+    return (long) o;
+}
 
 bool tier_url_item_is_url (const char *item)
 {
@@ -318,23 +377,10 @@ int tier_url_item_split (const char *item, char *url, size_t usize,
                          char *path, size_t psize)
 {
     const char *eq = NULL;
-    size_t ulen;
 
     for (const char *p = strstr (item, "=/"); p; p = strstr (p + 1, "=/"))
         eq = p;
-    if (!eq || eq == item) {
-        errno = EINVAL;
-        return -1;
-    }
-    ulen = (size_t) (eq - item);
-    if (ulen >= usize || strlen (eq + 1) >= psize) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy (url, item, ulen);
-    url[ulen] = '\0';
-    strcpy (path, eq + 1);
-    return 0;
+    return split_at (item, eq, url, usize, path, psize);
 }
 
 struct tier_url *tier_url_parse_input (const char *text, tier_error_t *error)
@@ -384,24 +430,11 @@ int tier_url_out_item_split (const char *item, char *path, size_t psize,
                              char *url, size_t usize)
 {
     const char *eq;
-    size_t plen;
 
     for (eq = strchr (item, '='); eq && !scheme_at (eq + 1);
          eq = strchr (eq + 1, '='))
         ;
-    if (!eq || eq == item) {
-        errno = EINVAL;
-        return -1;
-    }
-    plen = (size_t) (eq - item);
-    if (plen >= psize || strlen (eq + 1) >= usize) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy (path, item, plen);
-    path[plen] = '\0';
-    strcpy (url, eq + 1);
-    return 0;
+    return split_at (item, eq, path, psize, url, usize);
 }
 
 struct tier_url *tier_url_parse_output (const char *text,

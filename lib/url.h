@@ -106,6 +106,13 @@ bool tier_url_out_item_is_url (const char *item);
 int tier_url_out_item_split (const char *item, char *path, size_t psize,
                              char *url, size_t usize);
 
+/* Decode the %XX escapes of in[0..n) into out (size bytes, with a
+ * NUL); anything else, '+' included, is copied as it is.  Returns the
+ * decoded length, or -1 with errno EINVAL (a '%' without two hex digits)
+ * or ENAMETOOLONG (out is too small).
+ */
+long tier_url_unescape (const char *in, size_t n, char *out, size_t size);
+
 /* Parse the URL of an output prefix: s3://BUCKET/[PREFIX/] or
  * http(s)://HOST/PATH/ (it must end in '/': each output's relative name
  * is appended), without an http(s) query (as for inputs).  NULL with errno

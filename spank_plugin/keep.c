@@ -132,7 +132,7 @@ static void child (const struct mount_ctx *m, int k, const char *dir,
                       | O_CLOEXEC)) < 0) {
         if (errno != ENOENT)
             tier_errprintf (&e, "%s: %s", path, strerror (errno));
-        goto out;                    /* nothing was mounted there */
+        goto out; /* nothing was mounted there */
     }
     count_tree (upfd, lowerfd, 0, &r.st);
     if (keep && r.st.files > 0) {

@@ -106,17 +106,17 @@ static int read_plan (const char *reply, int n, struct tier_stage_plan *plan,
     if (tier_jr_get_int (reply, len, "parts", &parts) < 0 || parts < 1
         || parts > TIER_STAGE_ITEMS_MAX
         || tier_jr_iter_init (&it, val, vlen) < 0)
-        goto bad;
+        goto error;
     for (i = 0; i < n; i++) {
         if (tier_jr_next (&it, NULL, NULL, &v, &vlen) != 1
             || tier_jr_value_int (v, vlen, &k) < 0 || k < 0
             || k >= TIER_STAGE_ITEMS_MAX)
-            goto bad;
+            goto error;
         plan->index[i] = (int) k;
     }
     plan->parts = (int) parts;
     return 0;
-bad:
+error:
     errno = EPROTO;
     return tier_errprintf (error, "the agent's stage-in plan is not valid");
 }

@@ -574,12 +574,12 @@ static int redirect (int dirfd, const char *path, int flags, mode_t mode)
         goto out;
     real[n] = '\0';
     if (!in_batch (real))
-        goto out;                    /* a symlink led out */
+        goto out; /* a symlink led out */
     fl = fcntl (srcfd, F_GETFL);
     rc = ask_agent (srcfd, real, replica, sizeof (replica), &rsize,
                     &revalidate);
     if (rc == -1)
-        goto out;                    /* never sent: untouched */
+        goto out; /* never sent: untouched */
     if (rc == -2) {
         /* a fetcher may still hold the open file description (the agent
          * died mid-copy, or is slow): its flags and offset are not the

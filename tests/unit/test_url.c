@@ -323,6 +323,28 @@ static void test_parse_output (void **state)
     assert_non_null (strstr (error.text, "unsupported scheme"));
 }
 
+/* %XX escapes: decoded; '+' and the rest as they are; bad ones and a
+ * short buffer refused. */
+static void test_unescape (void **state)
+{
+    char out[8];
+
+    (void) state;
+    assert_int_equal (tier_url_unescape ("a%2Fb+c", 7, out, sizeof (out)), 5);
+    assert_string_equal (out, "a/b+c");
+    assert_int_equal (tier_url_unescape ("%41%4a%4A", 9, out, sizeof (out)), 3);
+    assert_string_equal (out, "AJJ");
+    assert_int_equal (tier_url_unescape ("x%2", 3, out, sizeof (out)), -1);
+    assert_int_equal (errno, EINVAL);
+    assert_int_equal (tier_url_unescape ("%zz", 3, out, sizeof (out)), -1);
+    assert_int_equal (errno, EINVAL);
+    assert_int_equal (tier_url_unescape ("abcdefgh", 8, out, sizeof (out)), -1);
+    assert_int_equal (errno, ENAMETOOLONG);
+    assert_int_equal (tier_url_unescape ("abcdefg", 7, out, sizeof (out)), 7);
+    assert_int_equal (tier_url_unescape ("ab%41", 2, out, sizeof (out)), 2);
+    assert_string_equal (out, "ab");
+}
+
 static void test_shown (void **state)
 {
     char buf[256], big[400];
@@ -383,6 +405,7 @@ int main (void)
         cmocka_unit_test (test_out_item),
         cmocka_unit_test (test_parse_output),
         cmocka_unit_test (test_shown),
+        cmocka_unit_test (test_unescape),
         cmocka_unit_test (test_failalloc_parse),
     };
     return UNIT_RUN (tests);
