@@ -100,7 +100,11 @@ static int take_lock (struct agent *a)
     return 0;
 }
 
-int main (int argc, char **argv)
+/* The command line into a and *node.  Return 0 to go on, or -1 to exit
+ * with *status (after -V, -h or a usage message).
+ */
+static int parse_args (int argc, char **argv, struct agent *a,
+                       const char **node, int *status)
 {
     static const struct option longopts[] = {
         { "conf", required_argument, NULL, 'c' },
@@ -110,59 +114,96 @@ int main (int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    struct agent a = { .conf_path = TIER_SYSCONFDIR "/tier.conf",
-                       .lockfd = -1, .slurm_uid = (uid_t) -1 };
-    const char *node = NULL;
-    tier_error_t error;
-    char path[4096];
     int c;
 
     while ((c = getopt_long (argc, argv, "c:N:FVh", longopts, NULL)) != -1) {
         switch (c) {
-            case 'c': a.conf_path = optarg; break;
-            case 'N': node = optarg; break;
-            case 'F': a.foreground = true; break;
-            case 'V': printf ("tierd %s\n", PACKAGE_VERSION); return 0;
-            case 'h': usage (stdout); return 0;
-            default: usage (stderr); return 2;
+            case 'c':
+                a->conf_path = optarg;
+                break;
+            case 'N':
+                *node = optarg;
+                break;
+            case 'F':
+                a->foreground = true;
+                break;
+            case 'V':
+                printf ("tierd %s\n", PACKAGE_VERSION);
+                *status = 0;
+                return -1;
+            case 'h':
+                usage (stdout);
+                *status = 0;
+                return -1;
+            default:
+                goto error;
         }
     }
-    if (optind < argc) {
-        usage (stderr);
-        return 2;
-    }
-    child_title_init (argc, argv);
-    tier_log_init ("tierd", TIER_LOG_STDERR, NULL, LOG_INFO);
-    if (geteuid () != 0)
-        tier_log_exit ("must run as root");
+    if (optind < argc)
+        goto error;
+    return 0;
+error:
+    usage (stderr);
+    *status = 2;
+    return -1;
+}
+
+/* This node's name: -N, else SLURMD_NODENAME, else the short host name. */
+static const char *node_name (const char *node)
+{
+    static char host[256];
+
     if (!node)
         node = getenv ("SLURMD_NODENAME");
-    if (!node) {
-        static char host[256];
-        if (gethostname (host, sizeof (host)) == 0) {
-            host[strcspn (host, ".")] = '\0';
-            node = host;
-        }
+    if (!node && gethostname (host, sizeof (host)) == 0) {
+        host[strcspn (host, ".")] = '\0';
+        node = host;
     }
     if (!node || !tier_conf_nodename_valid (node))
         tier_log_exit ("invalid node name '%s' (use -N NAME)",
                        node ? node : "");
+    return node;
+}
+
+/* Logging as tier.conf says: LogFile, else syslog unless -F (stderr). */
+static void log_setup (const struct agent *a)
+{
+    if (a->conf->log_file[0]) {
+        if (tier_log_init ("tierd", TIER_LOG_FILE, a->conf->log_file,
+                           a->conf->log_level)
+            < 0)
+            tier_log_errn_exit (errno, "%s", a->conf->log_file);
+    }
+    else if (!a->foreground)
+        tier_log_init ("tierd", TIER_LOG_SYSLOG, NULL, a->conf->log_level);
+    else
+        tier_log_set_level (a->conf->log_level);
+}
+
+int main (int argc, char **argv)
+{
+    struct agent a = { .conf_path = TIER_SYSCONFDIR "/tier.conf",
+                       .lockfd = -1,
+                       .slurm_uid = (uid_t) -1 };
+    const char *node = NULL;
+    tier_error_t error;
+    char path[4096];
+    int status;
+
+    if (parse_args (argc, argv, &a, &node, &status) < 0)
+        return status;
+    child_title_init (argc, argv);
+    tier_log_init ("tierd", TIER_LOG_STDERR, NULL, LOG_INFO);
+    if (geteuid () != 0)
+        tier_log_exit ("must run as root");
+    node = node_name (node);
     (void) snprintf (a.node, sizeof (a.node), "%.63s", node);
     umask (022);
     if (!(a.conf = tier_conf_create (a.node)))
         tier_log_errn_exit (errno, "configuration");
     if (tier_conf_load (a.conf, a.conf_path, true, &error) < 0)
         tier_log_exit ("%s", error.text);
-
-    if (a.conf->log_file[0]) {
-        if (tier_log_init ("tierd", TIER_LOG_FILE, a.conf->log_file,
-                           a.conf->log_level) < 0)
-            tier_log_errn_exit (errno, "%s", a.conf->log_file);
-    }
-    else if (!a.foreground)
-        tier_log_init ("tierd", TIER_LOG_SYSLOG, NULL, a.conf->log_level);
-    else
-        tier_log_set_level (a.conf->log_level);
+    log_setup (&a);
 
     if (private_dir (a.conf->state_dir) < 0)
         tier_log_errn_exit (errno, "StateDir %s (must be a root-owned "

@@ -363,7 +363,14 @@ static const struct tier_policy *newly_refused (struct layers *l,
     return NULL;
 }
 
-int cmd_set (struct ctl *ctl, int argc, char **argv)
+/* Parse "set policy DIR ROLE [OPTION]..." into p, with DIR resolved into
+ * dir (whether it exists in *exists) and DIR as given in *arg.  Return 0,
+ * or the exit code once the problem is reported; p is clear or
+ * initialised either way.
+ */
+static int set_parse (const struct ctl_cmd *cmd, int argc, char **argv,
+                      struct tier_policy *p, char *dir, size_t size,
+                      bool *exists, const char **arg)
 {
     static const struct option longopts[] = {
         { "ttl", required_argument, NULL, OPT_TTL },
@@ -380,18 +387,9 @@ int cmd_set (struct ctl *ctl, int argc, char **argv)
         { "stage", required_argument, NULL, OPT_STAGE },
         { NULL, 0, NULL, 0 },
     };
-    const struct ctl_cmd *cmd = ctl_cmd_find ("set");
     struct { const char *key, *value; } given[16];
-    int ngiven = 0, c, role, rc = CTL_ERROR, ufd = -1;
-    struct tier_policy p = { 0 };
-    struct tier_policy_set *out0 = NULL, *out1 = NULL;
-    json_t *ref0 = NULL, *ref1 = NULL, *pj;
-    const struct tier_policy *lost;
-    const char *reason = NULL;
-    char dir[PATH_MAX], attrs[512];
-    struct layers l = { 0 };
+    int ngiven = 0, c, role;
     tier_error_t error;
-    bool exists;
 
     if ((c = check_noun (cmd, argc, argv, "policy", NULL)))
         return c;
@@ -413,31 +411,31 @@ int cmd_set (struct ctl *ctl, int argc, char **argv)
                  "batch, pipeline, endpoint, none\n", argv[optind + 1]);
         return CTL_USAGE;
     }
-    if (canon (argv[optind], dir, sizeof (dir), &exists) < 0)
+    *arg = argv[optind];
+    if (canon (*arg, dir, size, exists) < 0)
         return CTL_USAGE;
-    if (tier_policy_init (&p, dir, role, TIER_LAYER_USER, CMDLINE,
-                          &error) < 0) {
-        fprintf (stderr, "tierctl set policy: %s\n", error.text);
-        return CTL_USAGE;
-    }
+    if (tier_policy_init (p, dir, role, TIER_LAYER_USER, CMDLINE, &error) < 0)
+        goto error;
     for (int i = 0; i < ngiven; i++)
-        if (tier_policy_set_attr (&p, given[i].key, given[i].value,
-                                  &error) < 0) {
-            fprintf (stderr, "tierctl set policy: %s\n", error.text);
-            rc = CTL_USAGE;
-            goto out;
-        }
-    if (tier_policy_validate (&p, &error) < 0) {
-        fprintf (stderr, "tierctl set policy: %s\n", error.text);
-        rc = CTL_USAGE;
-        goto out;
-    }
-    if (layers_init (&l, ctl, NULL) < 0)
-        goto out;
-    if (strcmp (dir, argv[optind]) && argv[optind][0] == '/'
-        && exists && !tier_path_has_dotdot (argv[optind])) {
+        if (tier_policy_set_attr (p, given[i].key, given[i].value, &error) < 0)
+            goto error;
+    if (tier_policy_validate (p, &error) < 0)
+        goto error;
+    return 0;
+error:
+    fprintf (stderr, "tierctl set policy: %s\n", error.text);
+    return CTL_USAGE;
+}
+
+/* A note when DIR as given (arg) lexically names another directory than
+ * the one it resolves to, and a warning when dir is missing or unreadable.
+ */
+static void note_dir (const char *arg, const char *dir, bool exists)
+{
+    if (strcmp (dir, arg) && arg[0] == '/' && exists
+        && !tier_path_has_dotdot (arg)) {
         char lex[PATH_MAX];
-        if (tier_path_normalize (argv[optind], lex, sizeof (lex)) == 0
+        if (tier_path_normalize (arg, lex, sizeof (lex)) == 0
             && strcmp (lex, dir))
             fprintf (stderr, "tierctl: note: %s resolves to %s; the policy "
                      "is set on %s\n", lex, dir, dir);
@@ -446,6 +444,79 @@ int cmd_set (struct ctl *ctl, int argc, char **argv)
         fprintf (stderr, "tierctl: warning: %s does not exist (yet)\n", dir);
     else if (access (dir, R_OK | X_OK) < 0)
         fprintf (stderr, "tierctl: warning: you cannot read %s\n", dir);
+}
+
+/* Add p to the user's store (open at ufd), unless the result would refuse
+ * p or a policy in force before; then write the store back.
+ */
+static int store_add (struct layers *l, int ufd, struct tier_policy *p)
+{
+    struct tier_policy_set *out0 = NULL, *out1 = NULL;
+    json_t *ref0 = NULL, *ref1 = NULL;
+    const struct tier_policy *lost;
+    const char *reason = NULL;
+    tier_error_t error;
+    int rc = -1;
+
+    (void) flock (ufd, LOCK_EX);        /* best effort (NFS may lack it) */
+    if (read_store (l, ufd) < 0) {
+        fprintf (stderr, "tierctl: fix or remove %s first\n", l->store);
+        goto out;
+    }
+    /* the new policy's source is the store it goes to */
+    free (p->source);
+    if (!(p->source = strdup (l->store))) {
+        fprintf (stderr, "tierctl: out of memory\n");
+        goto out;
+    }
+    if (freeze (l, l->all, &out0, &ref0) < 0)
+        goto out;
+    if (tier_policy_add (l->all, p, &error) < 0) {
+        fprintf (stderr, "tierctl: %s\n", error.text);
+        goto out;
+    }
+    if (freeze (l, l->all, &out1, &ref1) < 0)
+        goto out;
+    if (in_refused (ref1, p, &reason)) {
+        fprintf (stderr, "tierctl set policy: refused: %s\n",
+                 reason ? reason : "?");
+        goto out;
+    }
+    if ((lost = newly_refused (l, out0, ref0, ref1, &reason))) {
+        fprintf (stderr, "tierctl set policy: refused: the %s policy of %s "
+                 "would no longer apply: %s\n",
+                 tier_policy_layer_name (lost->layer), lost->dir,
+                 reason ? reason : "?");
+        goto out;
+    }
+    rc = write_store (l, ufd);
+out:
+    tier_policy_set_destroy (out0);
+    tier_policy_set_destroy (out1);
+    json_decref (ref0);
+    json_decref (ref1);
+    return rc;
+}
+
+int cmd_set (struct ctl *ctl, int argc, char **argv)
+{
+    const struct ctl_cmd *cmd = ctl_cmd_find ("set");
+    int rc, ufd = -1;
+    struct tier_policy p = { 0 };
+    json_t *pj;
+    const char *arg = NULL;
+    char dir[PATH_MAX], attrs[512];
+    struct layers l = { 0 };
+    tier_error_t error;
+    bool exists;
+
+    if ((rc = set_parse (cmd, argc, argv, &p, dir, sizeof (dir), &exists,
+                         &arg)))
+        goto out;
+    rc = CTL_ERROR;
+    if (layers_init (&l, ctl, NULL) < 0)
+        goto out;
+    note_dir (arg, dir, exists);
     if (tier_policy_check_roots (&p, &l.rb.roots, &error) < 0) {
         fprintf (stderr, "tierctl set policy: refused: %s\n", error.text);
         goto out;
@@ -453,38 +524,7 @@ int cmd_set (struct ctl *ctl, int argc, char **argv)
     warn_site (&l);
     if ((ufd = user_dir (ctl, &l, true)) < 0)
         goto out;
-    (void) flock (ufd, LOCK_EX);        /* best effort (NFS may lack it) */
-    if (read_store (&l, ufd) < 0) {
-        fprintf (stderr, "tierctl: fix or remove %s first\n", l.store);
-        goto out;
-    }
-    /* the new policy's source is the store it goes to */
-    free (p.source);
-    if (!(p.source = strdup (l.store))) {
-        fprintf (stderr, "tierctl: out of memory\n");
-        goto out;
-    }
-    if (freeze (&l, l.all, &out0, &ref0) < 0)
-        goto out;
-    if (tier_policy_add (l.all, &p, &error) < 0) {
-        fprintf (stderr, "tierctl: %s\n", error.text);
-        goto out;
-    }
-    if (freeze (&l, l.all, &out1, &ref1) < 0)
-        goto out;
-    if (in_refused (ref1, &p, &reason)) {
-        fprintf (stderr, "tierctl set policy: refused: %s\n",
-                 reason ? reason : "?");
-        goto out;
-    }
-    if ((lost = newly_refused (&l, out0, ref0, ref1, &reason))) {
-        fprintf (stderr, "tierctl set policy: refused: the %s policy of %s "
-                 "would no longer apply: %s\n",
-                 tier_policy_layer_name (lost->layer), lost->dir,
-                 reason ? reason : "?");
-        goto out;
-    }
-    if (write_store (&l, ufd) < 0)
+    if (store_add (&l, ufd, &p) < 0)
         goto out;
     pj = tier_policy_to_json (&p, false);
     attrs_text (pj, attrs, sizeof (attrs));
@@ -497,10 +537,6 @@ out:
     if (ufd >= 0)
         close (ufd);
     tier_policy_clear (&p);
-    tier_policy_set_destroy (out0);
-    tier_policy_set_destroy (out1);
-    json_decref (ref0);
-    json_decref (ref1);
     layers_fini (&l);
     return rc;
 }

@@ -597,23 +597,16 @@ static double plot_tmax (const struct predict *pr)
     return pow (10., ceil (log10 (tmax)));
 }
 
-static int write_svg (const struct predict *pr, tier_error_t *error)
+/* the frame's data ranges: every block maximum, the fitted curve from
+ * T = 1.01 to tmax and the finite parts of the interval band
+ */
+static void plot_frame (const struct predict *pr, const double *z, double tmax,
+                        struct frame *fr)
 {
     const struct tier_evt_fit *fit = &pr->fit;
     size_t n = pr->blocks.n;
-    double *z;
-    double tmax, ymin, ymax;
-    struct frame fr = { .left = 80, .right = 700, .top = 52,
-                        .bottom = 420 };
-    FILE *f;
+    double ymin, ymax, step;
 
-    if (!(z = malloc (n * sizeof (double)))) {
-        errno = ENOMEM;
-        return tier_errprintf (error, "out of memory");
-    }
-    memcpy (z, pr->blocks.max, n * sizeof (double));
-    qsort (z, n, sizeof (double), cmp_double);
-    tmax = plot_tmax (pr);
     ymin = fmin (z[0], tier_gev_return_level (&fit->gev, 1.01));
     ymax = fmax (z[n - 1], tier_gev_return_level (&fit->gev, tmax));
     for (size_t i = 0; i < pr->nband; i++) {
@@ -622,21 +615,21 @@ static int write_svg (const struct predict *pr, tier_error_t *error)
         if (isfinite (pr->band[i].hi))
             ymax = fmax (ymax, fmin (pr->band[i].hi, 2. * ymax));
     }
-    {
-        double step = nice_step (ymax - ymin);
-        fr.y0 = floor (ymin / step) * step;
-        fr.y1 = ceil (ymax / step) * step;
-        if (fr.y1 <= fr.y0)
-            fr.y1 = fr.y0 + step;
-    }
-    fr.x0 = 0.;
-    fr.x1 = log10 (tmax);
+    step = nice_step (ymax - ymin);
+    fr->y0 = floor (ymin / step) * step;
+    fr->y1 = ceil (ymax / step) * step;
+    if (fr->y1 <= fr->y0)
+        fr->y1 = fr->y0 + step;
+    fr->x0 = 0.;
+    fr->x1 = log10 (tmax);
+}
 
-    if (!(f = fopen (pr->svg_file, "w"))) {
-        tier_errprintf (error, "%s: %s", pr->svg_file, strerror (errno));
-        free (z);
-        return -1;
-    }
+/* the XML prologue, the title and subtitle, and the frame's clip path */
+static void svg_head (FILE *f, const struct predict *pr, const struct frame *fr)
+{
+    const struct tier_evt_fit *fit = &pr->fit;
+    const char *base = strrchr (pr->times->file, '/');
+
     fprintf (f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
              "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"720\" "
              "height=\"480\" viewBox=\"0 0 720 480\" "
@@ -644,106 +637,130 @@ static int write_svg (const struct predict *pr, tier_error_t *error)
              "<rect width=\"720\" height=\"480\" fill=\"white\"/>\n"
              "<text x=\"390\" y=\"22\" text-anchor=\"middle\" "
              "font-size=\"14\">Return levels of ");
-    {
-        const char *base = strrchr (pr->times->file, '/');
-        xml_text (f, base ? base + 1 : pr->times->file);
-    }
-    fprintf (f, "</text>\n<text x=\"390\" y=\"40\" "
+    xml_text (f, base ? base + 1 : pr->times->file);
+    fprintf (f,
+             "</text>\n<text x=\"390\" y=\"40\" "
              "text-anchor=\"middle\">%zu blocks of %zu nodes; GEV shape "
-             "%.3f, scale %.4g s, location %.4g s</text>\n", n,
-             pr->blocks.block, fit->gev.shape, fit->gev.scale,
+             "%.3f, scale %.4g s, location %.4g s</text>\n",
+             pr->blocks.n, pr->blocks.block, fit->gev.shape, fit->gev.scale,
              fit->gev.loc);
     /* clip everything drawn inside the frame */
-    fprintf (f, "<clipPath id=\"frame\"><rect x=\"%.1f\" y=\"%.1f\" "
-             "width=\"%.1f\" height=\"%.1f\"/></clipPath>\n", fr.left,
-             fr.top, fr.right - fr.left, fr.bottom - fr.top);
-    /* axes and ticks */
+    fprintf (f,
+             "<clipPath id=\"frame\"><rect x=\"%.1f\" y=\"%.1f\" "
+             "width=\"%.1f\" height=\"%.1f\"/></clipPath>\n",
+             fr->left, fr->top, fr->right - fr->left, fr->bottom - fr->top);
+}
+
+/* grid lines and ticks, their labels, the frame and the axis titles */
+static void svg_axes (FILE *f, const struct frame *fr, size_t block)
+{
+    double step = nice_step (fr->y1 - fr->y0);
+
     fprintf (f, "<g stroke=\"#888\" stroke-width=\"0.5\">\n");
-    for (int d = 0; d <= (int) lround (fr.x1); d++) {
+    for (int d = 0; d <= (int) lround (fr->x1); d++) {
         for (int m = 1; m < 10; m++) {
             double t = m * pow (10., d);
-            if (log10 (t) > fr.x1 + 1e-9)
+            if (log10 (t) > fr->x1 + 1e-9)
                 break;
-            fprintf (f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-                     "y2=\"%.1f\"%s/>\n", px (&fr, t), fr.bottom,
-                     px (&fr, t), m == 1 ? fr.top : fr.bottom - 4,
+            fprintf (f,
+                     "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                     "y2=\"%.1f\"%s/>\n",
+                     px (fr, t), fr->bottom, px (fr, t),
+                     m == 1 ? fr->top : fr->bottom - 4,
                      m == 1 ? " stroke-dasharray=\"2,3\"" : "");
         }
     }
-    {
-        double step = nice_step (fr.y1 - fr.y0);
-        for (double y = fr.y0; y <= fr.y1 + 1e-9 * step; y += step)
-            fprintf (f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-                     "y2=\"%.1f\" stroke-dasharray=\"2,3\"/>\n", fr.left,
-                     py (&fr, y), fr.right, py (&fr, y));
-        fprintf (f, "</g>\n<g text-anchor=\"end\">\n");
-        for (double y = fr.y0; y <= fr.y1 + 1e-9 * step; y += step)
-            fprintf (f, "<text x=\"%.1f\" y=\"%.1f\">%g</text>\n",
-                     fr.left - 6, py (&fr, y) + 4, y);
-    }
+    for (double y = fr->y0; y <= fr->y1 + 1e-9 * step; y += step)
+        fprintf (f,
+                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                 "y2=\"%.1f\" stroke-dasharray=\"2,3\"/>\n",
+                 fr->left, py (fr, y), fr->right, py (fr, y));
+    fprintf (f, "</g>\n<g text-anchor=\"end\">\n");
+    for (double y = fr->y0; y <= fr->y1 + 1e-9 * step; y += step)
+        fprintf (f, "<text x=\"%.1f\" y=\"%.1f\">%g</text>\n", fr->left - 6,
+                 py (fr, y) + 4, y);
     fprintf (f, "</g>\n<g text-anchor=\"middle\">\n");
-    for (int d = 0; d <= (int) lround (fr.x1); d++)
+    for (int d = 0; d <= (int) lround (fr->x1); d++)
         fprintf (f, "<text x=\"%.1f\" y=\"%.1f\">%g</text>\n",
-                 px (&fr, pow (10., d)), fr.bottom + 16, pow (10., d));
-    fprintf (f, "</g>\n"
+                 px (fr, pow (10., d)), fr->bottom + 16, pow (10., d));
+    fprintf (f,
+             "</g>\n"
              "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
              "fill=\"none\" stroke=\"black\"/>\n"
              "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">return "
              "period T (blocks of %zu nodes, log scale)</text>\n"
              "<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" "
              "transform=\"rotate(-90 18 %.1f)\">slowest node of a block "
-             "(s)</text>\n", fr.left, fr.top, fr.right - fr.left,
-             fr.bottom - fr.top, 0.5 * (fr.left + fr.right),
-             fr.bottom + 36, pr->blocks.block, 0.5 * (fr.top + fr.bottom),
-             0.5 * (fr.top + fr.bottom));
-    fprintf (f, "<g clip-path=\"url(#frame)\">\n");
-    /* the interval band */
-    if (pr->nband > 1) {
-        fprintf (f, "<polygon fill=\"#9ecae1\" fill-opacity=\"0.5\" "
-                 "stroke=\"none\" points=\"");
-        for (size_t i = 0; i < pr->nband; i++)
-            fprintf (f, "%.1f,%.1f ", px (&fr, pr->band_period[i]),
-                     py (&fr, isfinite (pr->band[i].hi) ? pr->band[i].hi
-                         : fr.y1 * 2.));
-        for (size_t i = pr->nband; i-- > 0;)
-            fprintf (f, "%.1f,%.1f ", px (&fr, pr->band_period[i]),
-                     py (&fr, isfinite (pr->band[i].lo) ? pr->band[i].lo
-                         : fr.y0 - (fr.y1 - fr.y0)));
-        fprintf (f, "\"/>\n");
-    }
-    /* the fitted curve */
+             "(s)</text>\n",
+             fr->left, fr->top, fr->right - fr->left, fr->bottom - fr->top,
+             0.5 * (fr->left + fr->right), fr->bottom + 36, block,
+             0.5 * (fr->top + fr->bottom), 0.5 * (fr->top + fr->bottom));
+}
+
+/* the interval band, an infinite bound drawn past the frame's edge */
+static void svg_band (FILE *f, const struct predict *pr, const struct frame *fr)
+{
+    if (pr->nband <= 1)
+        return;
+    fprintf (f, "<polygon fill=\"#9ecae1\" fill-opacity=\"0.5\" "
+                "stroke=\"none\" points=\"");
+    for (size_t i = 0; i < pr->nband; i++)
+        fprintf (f, "%.1f,%.1f ", px (fr, pr->band_period[i]),
+                 py (fr,
+                     isfinite (pr->band[i].hi) ? pr->band[i].hi : fr->y1 * 2.));
+    for (size_t i = pr->nband; i-- > 0;)
+        fprintf (f, "%.1f,%.1f ", px (fr, pr->band_period[i]),
+                 py (fr, isfinite (pr->band[i].lo)
+                             ? pr->band[i].lo
+                             : fr->y0 - (fr->y1 - fr->y0)));
+    fprintf (f, "\"/>\n");
+}
+
+/* the fitted curve, the block maxima (z, sorted) at their empirical
+ * return periods, predictions (diamonds) and measured medians (crosses)
+ */
+static void svg_points (FILE *f, const struct predict *pr,
+                        const struct frame *fr, const double *z, double tmax)
+{
+    size_t n = pr->blocks.n;
+
     fprintf (f, "<polyline fill=\"none\" stroke=\"#08519c\" "
              "stroke-width=\"2\" points=\"");
     for (int i = 0; i < PLOT_CURVE; i++) {
         double t = plot_period (tmax, i, PLOT_CURVE);
-        fprintf (f, "%.1f,%.1f ", px (&fr, t),
-                 py (&fr, tier_gev_return_level (&fit->gev, t)));
+        fprintf (f, "%.1f,%.1f ", px (fr, t),
+                 py (fr, tier_gev_return_level (&pr->fit.gev, t)));
     }
     fprintf (f, "\"/>\n");
-    /* the block maxima at their empirical return periods */
     for (size_t i = 0; i < n; i++) {
         double t = 1. / (1. - (i + 1.) / (n + 1.));
-        fprintf (f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" "
-                 "fill=\"black\"/>\n", px (&fr, t), py (&fr, z[i]));
+        fprintf (f,
+                 "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" "
+                 "fill=\"black\"/>\n",
+                 px (fr, t), py (fr, z[i]));
     }
-    /* predictions (diamonds) and measured medians (crosses) */
     for (size_t i = 0; i < pr->nnodes; i++) {
         const struct prediction *p = &pr->pred[i];
         double t = period_of_nodes (p->nodes, pr->blocks.block);
-        double x = px (&fr, t), y = py (&fr, p->median.value);
+        double x = px (fr, t), y = py (fr, p->median.value);
         fprintf (f, "<path d=\"M%.1f %.1fl5 5l-5 5l-5 -5z\" "
                  "fill=\"#e6550d\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
                  "fill=\"#e6550d\">N=%ld</text>\n", x, y - 5, x + 6, y - 8,
                  p->nodes);
         if (p->meas) {
-            double ym = py (&fr, p->meas->median);
+            double ym = py (fr, p->meas->median);
             fprintf (f, "<path d=\"M%.1f %.1fl8 8m0 -8l-8 8\" "
                      "stroke=\"#31a354\" stroke-width=\"2\"/>\n", x - 4,
                      ym - 4);
         }
     }
-    fprintf (f, "</g>\n");
-    /* legend */
+}
+
+/* the legend, and the end of the document */
+static void svg_legend (FILE *f, const struct predict *pr)
+{
+    const struct tier_evt_fit *fit = &pr->fit;
+
     fprintf (f, "<g font-size=\"11\">\n"
              "<line x1=\"95\" y1=\"66\" x2=\"120\" y2=\"66\" "
              "stroke=\"#08519c\" stroke-width=\"2\"/>"
@@ -762,6 +779,37 @@ static int write_svg (const struct predict *pr, tier_error_t *error)
                  "stroke-width=\"2\"/><text x=\"126\" y=\"134\">measured "
                  "median</text>\n");
     fprintf (f, "</g>\n</svg>\n");
+}
+
+static int write_svg (const struct predict *pr, tier_error_t *error)
+{
+    size_t n = pr->blocks.n;
+    double *z;
+    double tmax;
+    struct frame fr = { .left = 80, .right = 700, .top = 52, .bottom = 420 };
+    FILE *f;
+
+    if (!(z = malloc (n * sizeof (double)))) {
+        errno = ENOMEM;
+        return tier_errprintf (error, "out of memory");
+    }
+    memcpy (z, pr->blocks.max, n * sizeof (double));
+    qsort (z, n, sizeof (double), cmp_double);
+    tmax = plot_tmax (pr);
+    plot_frame (pr, z, tmax, &fr);
+
+    if (!(f = fopen (pr->svg_file, "w"))) {
+        tier_errprintf (error, "%s: %s", pr->svg_file, strerror (errno));
+        free (z);
+        return -1;
+    }
+    svg_head (f, pr, &fr);
+    svg_axes (f, &fr, pr->blocks.block);
+    fprintf (f, "<g clip-path=\"url(#frame)\">\n");
+    svg_band (f, pr, &fr);
+    svg_points (f, pr, &fr, z, tmax);
+    fprintf (f, "</g>\n");
+    svg_legend (f, pr);
     free (z);
     if (ferror (f) | (fclose (f) != 0)) {
         tier_errprintf (error, "%s: write error", pr->svg_file);
@@ -775,7 +823,37 @@ static int usage (void)
     return ctl_usage (ctl_cmd_find ("predict"));
 }
 
-int cmd_predict (struct ctl *ctl, int argc, char **argv)
+/* --block: a whole number of nodes, 1-1000000 */
+static int parse_block (const char *s, size_t *block)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol (s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > 1000000)
+        return -1;
+    *block = v;
+    return 0;
+}
+
+/* --level: a confidence level in [0.5, 0.999] */
+static int parse_level (const char *s, double *level)
+{
+    char *end;
+
+    errno = 0;
+    *level = strtod (s, &end);
+    if (errno || end == s || *end || !(*level >= 0.5) || !(*level <= 0.999))
+        return -1;
+    return 0;
+}
+
+/* Parse the command line into pr.  Return 0 to go on, or -1 to stop with
+ * the exit code in *rc (after --help, or a usage message).
+ */
+static int parse_args (struct ctl *ctl, struct predict *pr, int argc,
+                       char **argv, bool *nodes_given, int *rc)
 {
     static const struct option longopts[] = {
         { "block", required_argument, NULL, 'b' },
@@ -788,49 +866,28 @@ int cmd_predict (struct ctl *ctl, int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    struct predict *pr;
-    tier_error_t error = { { 0 } };
-    int rc = CTL_ERROR, c;
-    char *end;
-    bool nodes_given = false;
+    int c;
 
-    if (!(pr = calloc (1, sizeof (*pr)))) {
-        fprintf (stderr, "tierctl predict: out of memory\n");
-        return CTL_ERROR;
-    }
-    pr->level = 0.95;
-    pr->json = ctl->json;
-    pr->periods[0] = 10.;
-    pr->periods[1] = 100.;
-    pr->periods[2] = 1000.;
-    pr->nperiods = 3;
     while ((c = getopt_long (argc, argv, "b:n:p:l:m:s:jh", longopts, NULL))
            != -1) {
         switch (c) {
-            case 'b': {
-                long v;
-                errno = 0;
-                v = strtol (optarg, &end, 10);
-                if (errno || end == optarg || *end || v < 1 || v > 1000000) {
+            case 'b':
+                if (parse_block (optarg, &pr->block) < 0) {
                     fprintf (stderr, "tierctl predict: --block: '%s' is "
                              "not a whole number of nodes (1-1000000)\n",
                              optarg);
-                    rc = usage ();
-                    goto out;
+                    goto error;
                 }
-                pr->block = v;
                 break;
-            }
             case 'n':
                 if (parse_nodes (optarg, pr->nodes, LIST_MAX, &pr->nnodes)
                     < 0) {
                     fprintf (stderr, "tierctl predict: --nodes: '%s' is "
                              "not a list of up to %d node counts\n",
                              optarg, LIST_MAX);
-                    rc = usage ();
-                    goto out;
+                    goto error;
                 }
-                nodes_given = true;
+                *nodes_given = true;
                 break;
             case 'p':
                 if (parse_periods (optarg, pr->periods, LIST_MAX,
@@ -838,20 +895,15 @@ int cmd_predict (struct ctl *ctl, int argc, char **argv)
                     fprintf (stderr, "tierctl predict: --periods: '%s' is "
                              "not a list of up to %d return periods > 1\n",
                              optarg, LIST_MAX);
-                    rc = usage ();
-                    goto out;
+                    goto error;
                 }
                 break;
             case 'l':
-                errno = 0;
-                pr->level = strtod (optarg, &end);
-                if (errno || end == optarg || *end || !(pr->level >= 0.5)
-                    || !(pr->level <= 0.999)) {
+                if (parse_level (optarg, &pr->level) < 0) {
                     fprintf (stderr, "tierctl predict: --level: '%s' is "
                              "not a confidence level in [0.5, 0.999]\n",
                              optarg);
-                    rc = usage ();
-                    goto out;
+                    goto error;
                 }
                 break;
             case 'm':
@@ -864,30 +916,33 @@ int cmd_predict (struct ctl *ctl, int argc, char **argv)
                 pr->json = true;
                 break;
             case 'h':
-                rc = cmd_help (ctl, 2, (char *[]) { "help", "predict",
-                                                     NULL });
-                goto out;
+                *rc = cmd_help (ctl, 2, (char *[]){ "help", "predict", NULL });
+                return -1;
             default:
-                rc = usage ();
-                goto out;
+                goto error;
         }
     }
     if (optind != argc - 1) {
         fprintf (stderr, "tierctl predict: %s\n", optind >= argc
                  ? "no TIMES.csv given" : "only one TIMES.csv may be given");
-        rc = usage ();
-        goto out;
+        goto error;
     }
     pr->file = argv[optind];
+    return 0;
+error:
+    *rc = usage ();
+    return -1;
+}
 
-    if (!(pr->times = tier_evt_times_load (pr->file, &error))
-        || tier_evt_times_blocks (pr->times, pr->block, &pr->blocks,
-                                  &error) < 0)
-        goto error;
-    if (pr->measured_file && load_measured (pr, &error) < 0)
-        goto error;
+/* The node counts to predict for: those given (or 2, 4, 8 and 16 blocks'
+ * worth), and every measured one, sorted without repeats; the return
+ * periods sorted; the plot's band periods if a plot is asked for.
+ */
+static void settle_lists (struct predict *pr, bool nodes_given)
+{
+    size_t w = 0;
+
     if (!nodes_given) {
-        /* 2, 4, 8 and 16 blocks' worth of nodes */
         for (int k = 1; k <= 4; k++)
             pr->nodes[pr->nnodes++] = (long) pr->blocks.block << k;
     }
@@ -900,13 +955,10 @@ int cmd_predict (struct ctl *ctl, int argc, char **argv)
             pr->nodes[pr->nnodes++] = pr->meas[k].nodes;
     }
     qsort (pr->nodes, pr->nnodes, sizeof (long), cmp_long);
-    {
-        size_t w = 0;
-        for (size_t i = 0; i < pr->nnodes; i++)
-            if (w == 0 || pr->nodes[i] != pr->nodes[w - 1])
-                pr->nodes[w++] = pr->nodes[i];
-        pr->nnodes = w;
-    }
+    for (size_t i = 0; i < pr->nnodes; i++)
+        if (w == 0 || pr->nodes[i] != pr->nodes[w - 1])
+            pr->nodes[w++] = pr->nodes[i];
+    pr->nnodes = w;
     qsort (pr->periods, pr->nperiods, sizeof (double), cmp_double);
     if (pr->svg_file) {
         double tmax = plot_tmax (pr);
@@ -914,22 +966,67 @@ int cmd_predict (struct ctl *ctl, int argc, char **argv)
         for (size_t i = 0; i < PLOT_BAND; i++)
             pr->band_period[i] = plot_period (tmax, i, PLOT_BAND);
     }
-    if (!(pr->evt = tier_evt_create (pr->blocks.max, pr->blocks.n, &error))
-        || compute (pr, &error) < 0) {
+}
+
+/* the fit and the predictions; an error names the times file */
+static int fit_and_compute (struct predict *pr, tier_error_t *error)
+{
+    if (!(pr->evt = tier_evt_create (pr->blocks.max, pr->blocks.n, error))
+        || compute (pr, error) < 0) {
         char msg[TIER_ERROR_MAX];
-        snprintf (msg, sizeof (msg), "%s", error.text);
-        tier_errprintf (&error, "%s: %s", pr->file, msg);
-        goto error;
+        snprintf (msg, sizeof (msg), "%s", error->text);
+        tier_errprintf (error, "%s: %s", pr->file, msg);
+        return -1;
     }
-    if (pr->svg_file && write_svg (pr, &error) < 0)
-        goto error;
+    return 0;
+}
+
+/* the table or JSON on stdout; -1 once the failure is reported */
+static int print_result (const struct predict *pr)
+{
     if (pr->json ? print_json (pr) < 0 : (print_table (pr), 0))
-        goto out;
+        return -1;
     if (fflush (stdout) != 0 || ferror (stdout)) {
         fprintf (stderr, "tierctl predict: write error: %s\n",
                  strerror (errno));
-        goto out;
+        return -1;
     }
+    return 0;
+}
+
+int cmd_predict (struct ctl *ctl, int argc, char **argv)
+{
+    struct predict *pr;
+    tier_error_t error = { { 0 } };
+    int rc = CTL_ERROR;
+    bool nodes_given = false;
+
+    if (!(pr = calloc (1, sizeof (*pr)))) {
+        fprintf (stderr, "tierctl predict: out of memory\n");
+        return CTL_ERROR;
+    }
+    pr->level = 0.95;
+    pr->json = ctl->json;
+    pr->periods[0] = 10.;
+    pr->periods[1] = 100.;
+    pr->periods[2] = 1000.;
+    pr->nperiods = 3;
+    if (parse_args (ctl, pr, argc, argv, &nodes_given, &rc) < 0)
+        goto out;
+
+    if (!(pr->times = tier_evt_times_load (pr->file, &error))
+        || tier_evt_times_blocks (pr->times, pr->block, &pr->blocks, &error)
+               < 0)
+        goto error;
+    if (pr->measured_file && load_measured (pr, &error) < 0)
+        goto error;
+    settle_lists (pr, nodes_given);
+    if (fit_and_compute (pr, &error) < 0)
+        goto error;
+    if (pr->svg_file && write_svg (pr, &error) < 0)
+        goto error;
+    if (print_result (pr) < 0)
+        goto out;
     rc = CTL_OK;
     goto out;
 error:

@@ -687,6 +687,80 @@ static int s3_complete (struct tier_endpoint *ep,
     return rc;
 }
 
+/* The upload saved at opts.resume, if it is still this file's; one of
+ * another file or version is aborted and dropped (NULL: start over).
+ */
+static struct tier_s3_upload *resume_upload (struct tier_endpoint *ep,
+                                             const struct stat *st)
+{
+    struct tier_endpoint_result *res = ep->res;
+    struct tier_s3_upload *up;
+    tier_error_t e;
+
+    up = tier_s3_upload_load (ep->opts.resume, &e);
+    if (up
+        && (strcmp (up->url, ep->url->text) != 0
+            || up->size != (uint64_t) st->st_size
+            || up->mtime_ns != mtime_ns (st))) {
+        /* another file or version: start over, drop the old one */
+        struct tier_endpoint_result ignored = *res;
+
+        (void) s3_abort (ep, up, &ignored, &e);
+        res->requests = ignored.requests;
+        tier_s3_upload_destroy (up);
+        up = NULL;
+    }
+    return up;
+}
+
+/* PUT part i of the upload (len bytes of fd at off); keep its ETag. */
+static int upload_part (struct tier_endpoint *ep, int fd,
+                        struct tier_s3_upload *up, unsigned int i, uint64_t off,
+                        uint64_t len, tier_error_t *error)
+{
+    char what[64], etag[256];
+    char *query;
+    int rc;
+
+    snprintf (what, sizeof (what), "UploadPart %u of %u", i + 1, up->nparts);
+    if (!(query = upload_query (up->upload_id, i + 1))) {
+        errno = ENOMEM;
+        return tier_errprintf (error, "out of memory");
+    }
+    rc = s3_send (ep, "PUT", query, fd, off, len, NULL, what, etag,
+                  sizeof (etag), NULL, error);
+    free (query);
+    if (rc < 0)
+        return -1;
+    if (!etag[0]) {
+        errno = EPROTO;
+        return tier_errprintf (error, "%s: %s: no ETag in the answer",
+                               ep->url->display, what);
+    }
+    if (!(up->etags[i] = strdup (etag))) {
+        errno = ENOMEM;
+        return tier_errprintf (error, "out of memory");
+    }
+    return 0;
+}
+
+/* After a failure, abort an upload that nobody can resume, so that its
+ * parts are not left to be billed.  Keeps errno.
+ */
+static void abandon_upload (struct tier_endpoint *ep,
+                            const struct tier_s3_upload *up)
+{
+    struct tier_endpoint_result *res = ep->res;
+    struct tier_endpoint_result ignored = *res;
+    tier_error_t e;
+    int saved = errno;
+
+    if (s3_abort (ep, up, &ignored, &e) == 0)
+        res->aborted_upload = 1;
+    res->requests = ignored.requests;
+    errno = saved;
+}
+
 static int s3_multipart (struct tier_endpoint *ep, int fd,
                          const struct stat *st, tier_error_t *error)
 {
@@ -703,19 +777,7 @@ static int s3_multipart (struct tier_endpoint *ep, int fd,
                                ep->url->display, size);
     }
     if (ep->opts.resume) {
-        tier_error_t e;
-
-        up = tier_s3_upload_load (ep->opts.resume, &e);
-        if (up && (strcmp (up->url, ep->url->text) != 0 || up->size != size
-                   || up->mtime_ns != mtime_ns (st))) {
-            /* another file or version: start over, drop the old one */
-            struct tier_endpoint_result ignored = *res;
-
-            (void) s3_abort (ep, up, &ignored, &e);
-            res->requests = ignored.requests;
-            tier_s3_upload_destroy (up);
-            up = NULL;
-        }
+        up = resume_upload (ep, st);
         resumed = up != NULL;
     }
 restart:
@@ -732,11 +794,7 @@ restart:
     ep->done = 0;
     for (unsigned int i = 0; i < up->nparts; i++) {
         uint64_t off = (uint64_t) i * up->part_size;
-        uint64_t len = size - off < up->part_size ? size - off
-                                                  : up->part_size;
-        char what[64], etag[256];
-        char *query;
-        int rc;
+        uint64_t len = size - off < up->part_size ? size - off : up->part_size;
 
         if (up->etags[i]) {
             res->parts_resumed++;
@@ -744,23 +802,7 @@ restart:
             ep_progress (ep, false);
             continue;
         }
-        snprintf (what, sizeof (what), "UploadPart %u of %u", i + 1,
-                  up->nparts);
-        if (!(query = upload_query (up->upload_id, i + 1))) {
-            errno = ENOMEM;
-            tier_errprintf (error, "out of memory");
-            goto error;
-        }
-        rc = s3_send (ep, "PUT", query, fd, off, len, NULL, what, etag,
-                      sizeof (etag), NULL, error);
-        free (query);
-        if (rc == 0 && !etag[0]) {
-            errno = EPROTO;
-            tier_errprintf (error, "%s: %s: no ETag in the answer",
-                            ep->url->display, what);
-            goto error;
-        }
-        if (rc < 0) {
+        if (upload_part (ep, fd, up, i, off, len, error) < 0) {
             if (errno == ENOENT && resumed) {
                 /* the server forgot the upload: start a new one */
                 resumed = 0;
@@ -769,11 +811,6 @@ restart:
                 up = NULL;
                 goto restart;
             }
-            goto error;
-        }
-        if (!(up->etags[i] = strdup (etag))) {
-            errno = ENOMEM;
-            tier_errprintf (error, "out of memory");
             goto error;
         }
         if (notify_state (ep, up, error) < 0) {
@@ -791,17 +828,8 @@ restart:
     return 0;
 error:
     if (up && !kept && !ep->opts.state
-        && !(ep->opts.flags & TIER_ENDPOINT_KEEP_UPLOAD)) {
-        /* nobody can resume it: do not leave the parts to be billed */
-        struct tier_endpoint_result ignored = *res;
-        tier_error_t e;
-        int saved = errno;
-
-        if (s3_abort (ep, up, &ignored, &e) == 0)
-            res->aborted_upload = 1;
-        res->requests = ignored.requests;
-        errno = saved;
-    }
+        && !(ep->opts.flags & TIER_ENDPOINT_KEEP_UPLOAD))
+        abandon_upload (ep, up);
     tier_s3_upload_destroy (up);
     return -1;
 }

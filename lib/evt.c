@@ -948,15 +948,12 @@ static void set_wald (struct tier_evt_estimate *est, double zq)
     }
 }
 
-/* Everything after the point estimate; -1 with has_better set means
- * "start again from e->better".
+/* The point estimate in the data's units, its log-likelihood and the
+ * warnings it alone raises.
  */
-static int fit_derived (struct tier_evt *e, struct tier_evt_fit *fit)
+static void fit_point (const struct tier_evt *e, struct tier_evt_fit *fit)
 {
-    double cov[3][3];
     double s = e->s;
-    const double scl[3] = { s, s, 1. };
-    struct tier_evt_estimate *par = fit->par;
 
     fit->n = e->n;
     fit->gev.loc = e->c + s * e->best[0];
@@ -973,6 +970,18 @@ static int fit_derived (struct tier_evt *e, struct tier_evt_fit *fit)
     if (e->best[2] < XI_MIN + 1e-3 || e->best[2] > XI_MAX - 1e-3
         || e->best[1] < 10. * SIG_MIN)
         fit->warn |= TIER_EVT_WARN_BOUNDARY;
+}
+
+/* The covariance from the observed information (NAN if singular), the
+ * parameters' standard errors and their Wald intervals.
+ */
+static void fit_wald (struct tier_evt *e, struct tier_evt_fit *fit)
+{
+    double cov[3][3];
+    double s = e->s;
+    const double scl[3] = { s, s, 1. };
+    struct tier_evt_estimate *par = fit->par;
+
     if (information (e, cov) < 0) {
         fit->warn |= TIER_EVT_WARN_SINGULAR;
         for (int i = 0; i < 3; i++)
@@ -992,75 +1001,97 @@ static int fit_derived (struct tier_evt *e, struct tier_evt_fit *fit)
         par[i].lo_open = par[i].hi_open = false;
         set_wald (&par[i], e->zq);
     }
-    /* likelihood ratio test of the Gumbel limit */
-    {
-        struct cache *c = malloc (sizeof (*c));
-        struct obj o = { .e = e, .mode = PROF_SHAPE, .psi = 0. };
-        if (!c)
-            return -1;
-        c->count = 1;
-        c->psi[0] = e->best[2];
-        pack (&o, e->best, c->v[0]);
-        {
-            double f0 = profile_at (e, PROF_SHAPE, 0., c, 0.);
-            fit->gumbel_lr = f0 >= PENALTY ? INFINITY
-                             : fmax (0., 2. * e->n * (f0 - e->nll_best));
-        }
-        fit->gumbel_p = isfinite (fit->gumbel_lr)
-                        ? gsl_cdf_chisq_Q (fit->gumbel_lr, 1.) : 0.;
-        /* a coarse look along the shape for a higher likelihood */
-        for (double xi = -0.9; xi < 2.; xi += 0.3)
-            (void) profile_at (e, PROF_SHAPE, 0., c, xi);
-        free (c);
-        if (e->has_better)
-            return -1;
-    }
+}
+
+/* The likelihood ratio test of the Gumbel limit, and a coarse look along
+ * the shape for a higher likelihood; -1 as fit_derived.
+ */
+static int fit_gumbel (struct tier_evt *e, struct tier_evt_fit *fit)
+{
+    struct cache *c = malloc (sizeof (*c));
+    struct obj o = { .e = e, .mode = PROF_SHAPE, .psi = 0. };
+    double f0;
+
+    if (!c)
+        return -1;
+    c->count = 1;
+    c->psi[0] = e->best[2];
+    pack (&o, e->best, c->v[0]);
+    f0 = profile_at (e, PROF_SHAPE, 0., c, 0.);
+    fit->gumbel_lr = f0 >= PENALTY ? INFINITY
+                                   : fmax (0., 2. * e->n * (f0 - e->nll_best));
+    fit->gumbel_p = isfinite (fit->gumbel_lr)
+                        ? gsl_cdf_chisq_Q (fit->gumbel_lr, 1.)
+                        : 0.;
+    for (double xi = -0.9; xi < 2.; xi += 0.3)
+        (void) profile_at (e, PROF_SHAPE, 0., c, xi);
+    free (c);
+    if (e->has_better)
+        return -1;
+    return 0;
+}
+
+/* The parameters' profile-likelihood intervals; -1 as fit_derived. */
+static int fit_profiles (struct tier_evt *e, struct tier_evt_fit *fit)
+{
+    struct tier_evt_estimate *p;
+    double s = e->s;
+    double lo, hi;
+    bool lo_open, hi_open;
+
+    p = &fit->par[TIER_EVT_LOC];
+    if (profile_interval (e, PROF_LOC, 0., e->best[0], p->se / s, -INFINITY,
+                          INFINITY, &lo, &hi, &lo_open, &hi_open)
+        < 0)
+        return -1;
+    if (e->has_better)
+        return -1;
+    p->lo = lo_open ? -INFINITY : e->c + s * lo;
+    p->hi = hi_open ? INFINITY : e->c + s * hi;
+    p->lo_open = lo_open;
+    p->hi_open = hi_open;
+    check_interval (p, -INFINITY);
+
+    p = &fit->par[TIER_EVT_SCALE];
+    if (profile_interval (e, PROF_SCALE, 0., log (e->best[1]), p->se / p->value,
+                          log (SIG_MIN), INFINITY, &lo, &hi, &lo_open, &hi_open)
+        < 0)
+        return -1;
+    if (e->has_better)
+        return -1;
+    p->lo = lo_open ? s * SIG_MIN : s * exp (lo);
+    p->hi = hi_open ? INFINITY : s * exp (hi);
+    p->lo_open = lo_open;
+    p->hi_open = hi_open;
+    check_interval (p, s * SIG_MIN);
+
+    p = &fit->par[TIER_EVT_SHAPE];
+    if (profile_interval (e, PROF_SHAPE, 0., e->best[2], p->se, XI_MIN, XI_MAX,
+                          &lo, &hi, &lo_open, &hi_open)
+        < 0)
+        return -1;
+    if (e->has_better)
+        return -1;
+    p->lo = lo;
+    p->hi = hi;
+    p->lo_open = lo_open;
+    p->hi_open = hi_open;
+    check_interval (p, XI_MIN);
+    return 0;
+}
+
+/* Everything after the point estimate; -1 with has_better set means
+ * "start again from e->better".
+ */
+static int fit_derived (struct tier_evt *e, struct tier_evt_fit *fit)
+{
+    fit_point (e, fit);
+    fit_wald (e, fit);
+    if (fit_gumbel (e, fit) < 0)
+        return -1;
     if (!fit->profile)
         return 0;
-    {
-        struct tier_evt_estimate *p;
-        double lo, hi;
-        bool lo_open, hi_open;
-
-        p = &par[TIER_EVT_LOC];
-        if (profile_interval (e, PROF_LOC, 0., e->best[0], p->se / s,
-                              -INFINITY, INFINITY, &lo, &hi, &lo_open,
-                              &hi_open) < 0)
-            return -1;
-        if (e->has_better)
-            return -1;
-        p->lo = lo_open ? -INFINITY : e->c + s * lo;
-        p->hi = hi_open ? INFINITY : e->c + s * hi;
-        p->lo_open = lo_open;
-        p->hi_open = hi_open;
-        check_interval (p, -INFINITY);
-
-        p = &par[TIER_EVT_SCALE];
-        if (profile_interval (e, PROF_SCALE, 0., log (e->best[1]),
-                              p->se / p->value, log (SIG_MIN), INFINITY, &lo,
-                              &hi, &lo_open, &hi_open) < 0)
-            return -1;
-        if (e->has_better)
-            return -1;
-        p->lo = lo_open ? s * SIG_MIN : s * exp (lo);
-        p->hi = hi_open ? INFINITY : s * exp (hi);
-        p->lo_open = lo_open;
-        p->hi_open = hi_open;
-        check_interval (p, s * SIG_MIN);
-
-        p = &par[TIER_EVT_SHAPE];
-        if (profile_interval (e, PROF_SHAPE, 0., e->best[2], p->se, XI_MIN,
-                              XI_MAX, &lo, &hi, &lo_open, &hi_open) < 0)
-            return -1;
-        if (e->has_better)
-            return -1;
-        p->lo = lo;
-        p->hi = hi;
-        p->lo_open = lo_open;
-        p->hi_open = hi_open;
-        check_interval (p, XI_MIN);
-    }
-    return 0;
+    return fit_profiles (e, fit);
 }
 
 static int cmp_double (const void *a, const void *b)

@@ -125,16 +125,13 @@ static uint32_t job_restart (spank_t sp, uint32_t job_id)
     return 0;
 }
 
-static int register_job (spank_t sp, tier_error_t *error)
+/* The job's id and owner (with its group list) from Slurm's items, and
+ * its place in an array: tier.job_id, tier.is_array, tier.batch_id.
+ */
+static int job_ids (spank_t sp, struct tier_cred *cred, uint32_t *task_id,
+                    tier_error_t *error)
 {
-    static char body[TIER_OPT_VALUE_MAX * 5];
-    uint32_t job_id = 0, array_id = 0, task_id = NO_VAL32, restart = 0;
-    struct tier_cred cred;
-    struct passwd pw, *pwp = NULL;
-    char pwbuf[4096];
-    struct tier_jw w;
-    char *reply = NULL;
-    bool enabled = true;
+    uint32_t job_id = 0, array_id = 0;
     tier_error_t ce;
     uid_t uid;
     gid_t gid;
@@ -143,94 +140,130 @@ static int register_job (spank_t sp, tier_error_t *error)
         || spank_get_item (sp, S_JOB_UID, &uid) != ESPANK_SUCCESS
         || spank_get_item (sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
         return tier_errprintf (error, "cannot read the job's id and owner");
-    if (ns_job_cred (sp, &cred, &ce) < 0) {
+    if (ns_job_cred (sp, cred, &ce) < 0) {
         /* more groups than tier takes: registered without them (work on
          * the job's data is then refused, never done with fewer) */
         slurm_error ("tier: job %u: %s", job_id, ce.text);
-        tier_cred_init (&cred, uid, gid);
+        tier_cred_init (cred, uid, gid);
     }
     if (get_u32 (sp, S_JOB_ARRAY_ID, &array_id) < 0)
         array_id = 0;
-    if (get_u32 (sp, S_JOB_ARRAY_TASK_ID, &task_id) < 0)
-        task_id = NO_VAL32;
+    if (get_u32 (sp, S_JOB_ARRAY_TASK_ID, task_id) < 0)
+        *task_id = NO_VAL32;
     tier.job_id = job_id;
-    tier.is_array = task_id != NO_VAL32 && task_id != 0xffffffffU;
+    tier.is_array = *task_id != NO_VAL32 && *task_id != 0xffffffffU;
     tier.batch_id = tier.is_array && array_id ? array_id : job_id;
-    restart = job_restart (sp, job_id);
-    if (getpwuid_r (cred.uid, &pw, pwbuf, sizeof (pwbuf), &pwp) != 0 || !pwp)
-        return tier_errprintf (error, "uid %u has no passwd entry",
-                               (unsigned) cred.uid);
-    tier.restart = restart;
+    return 0;
+}
 
-    tier_jw_init (&w, body, sizeof (body));
+/* The job.register request into body. */
+static int register_request (char *body, size_t size, uint32_t task_id,
+                             const struct tier_cred *cred, const char *user,
+                             tier_error_t *error)
+{
+    struct tier_jw w;
+
+    tier_jw_init (&w, body, size);
     tier_jw_str (&w, "op", "job.register");
-    tier_jw_uint (&w, "job_id", job_id);
-    tier_jw_uint (&w, "restart", restart);
+    tier_jw_uint (&w, "job_id", tier.job_id);
+    tier_jw_uint (&w, "restart", tier.restart);
     tier_jw_uint (&w, "batch_id", tier.batch_id);
     tier_jw_uint (&w, "array_task_id", tier.is_array ? task_id : NO_VAL32);
-    tier_jw_uint (&w, "uid", cred.uid);
-    tier_jw_uint (&w, "gid", cred.gid);
-    tier_jw_str (&w, "user", pw.pw_name);
+    tier_jw_uint (&w, "uid", cred->uid);
+    tier_jw_uint (&w, "gid", cred->gid);
+    tier_jw_str (&w, "user", user);
     /* the job's group list: the agent's work on the job's data uses it
      * (no NSS lookup per job on the node) */
-    if (tier_cred_has_groups (&cred)) {
+    if (tier_cred_has_groups (cred)) {
         tier_jw_arr_begin (&w, "groups");
-        for (int i = 0; i < cred.ngroups; i++)
-            tier_jw_uint (&w, NULL, cred.groups[i]);
+        for (int i = 0; i < cred->ngroups; i++)
+            tier_jw_uint (&w, NULL, cred->groups[i]);
         tier_jw_arr_end (&w);
     }
     tier_jw_uint (&w, "scratch_reserve", scratch_reserve ());
     opts_json (&w);
     if (tier_jw_finish (&w) < 0)
         return tier_errprintf (error, "registration too large");
+    return 0;
+}
+
+/* What the agent's reply sets up: the job's frozen policies name its
+ * pipeline directories (the --tier-scratch items are their job layer;
+ * refused ones are gone), batch and bind directories, the endpoint
+ * directories, and whether the scratch reservation was granted.
+ */
+static void take_reply (const char *reply)
+{
+    static char scratch[TIER_OPT_VALUE_MAX];
+    size_t len = strlen (reply);
+    bool ok = true;
+    tier_error_t e;
+
+    if (tier_jr_get_str (reply, len, "scratch", scratch, sizeof (scratch)) == 0
+        && (!scratch[0]
+            || opts_list_check ("policy", scratch, TIER_ITEM_SIZE, NULL, &e)
+                   == 0))
+        (void) snprintf (tier.opts.scratch, sizeof (tier.opts.scratch), "%s",
+                         scratch);
+    if (tier_jr_get_str (reply, len, "refused", tier.refused,
+                         sizeof (tier.refused))
+        < 0)
+        tier.refused[0] = '\0';
+    /* the batch directories of the frozen set (policies and
+     * --tier-batch): the interposer redirects opens under them */
+    if (tier_jr_get_str (reply, len, "batch", tier.batch_dirs,
+                         sizeof (tier.batch_dirs))
+        < 0)
+        tier.batch_dirs[0] = '\0';
+    if (tier_jr_get_str (reply, len, "bind", tier.binds, sizeof (tier.binds))
+        < 0)
+        tier.binds[0] = '\0';
+    if (tier_jr_get_str (reply, len, "stage_out", tier.policy_out,
+                         sizeof (tier.policy_out))
+        < 0)
+        tier.policy_out[0] = '\0';
+    /* the endpoint input directories (stage = in) */
+    if (tier_jr_get_str (reply, len, "stage_in", tier.policy_in,
+                         sizeof (tier.policy_in))
+        < 0)
+        tier.policy_in[0] = '\0';
+    if (tier_jr_get_bool (reply, len, "scratch_ok", &ok) == 0 && !ok) {
+        tier.scratch_denied = 1;
+        if (tier_jr_get_str (reply, len, "scratch_error", tier.ns_error,
+                             sizeof (tier.ns_error))
+            < 0)
+            (void) snprintf (tier.ns_error, sizeof (tier.ns_error),
+                             "the scratch reservation was refused");
+    }
+}
+
+static int register_job (spank_t sp, tier_error_t *error)
+{
+    static char body[TIER_OPT_VALUE_MAX * 5];
+    uint32_t task_id = NO_VAL32, restart;
+    struct tier_cred cred;
+    struct passwd pw, *pwp = NULL;
+    char pwbuf[4096];
+    char *reply = NULL;
+    bool enabled = true;
+
+    if (job_ids (sp, &cred, &task_id, error) < 0)
+        return -1;
+    restart = job_restart (sp, tier.job_id);
+    if (getpwuid_r (cred.uid, &pw, pwbuf, sizeof (pwbuf), &pwp) != 0 || !pwp)
+        return tier_errprintf (error, "uid %u has no passwd entry",
+                               (unsigned) cred.uid);
+    tier.restart = restart;
+    if (register_request (body, sizeof (body), task_id, &cred, pw.pw_name,
+                          error)
+        < 0)
+        return -1;
     if (spawn_call (tier.conf, body, &reply, (int) tier.conf->agent_timeout_ms,
                     error)
         < 0)
         return -1;
     (void) tier_jr_get_bool (reply, strlen (reply), "enabled", &enabled);
-    /* the job's frozen policies name its pipeline directories (the
-     * --tier-scratch items are their job layer); refused ones are gone */
-    {
-        static char scratch[TIER_OPT_VALUE_MAX];
-        tier_error_t e;
-        if (tier_jr_get_str (reply, strlen (reply), "scratch", scratch,
-                             sizeof (scratch))
-                == 0
-            && (!scratch[0]
-                || opts_list_check ("policy", scratch, TIER_ITEM_SIZE, NULL, &e)
-                       == 0))
-            (void) snprintf (tier.opts.scratch, sizeof (tier.opts.scratch),
-                             "%s", scratch);
-        if (tier_jr_get_str (reply, strlen (reply), "refused", tier.refused,
-                             sizeof (tier.refused)) < 0)
-            tier.refused[0] = '\0';
-        /* the batch directories of the frozen set (policies and
-         * --tier-batch): the interposer redirects opens under them */
-        if (tier_jr_get_str (reply, strlen (reply), "batch",
-                             tier.batch_dirs, sizeof (tier.batch_dirs)) < 0)
-            tier.batch_dirs[0] = '\0';
-        if (tier_jr_get_str (reply, strlen (reply), "bind", tier.binds,
-                             sizeof (tier.binds)) < 0)
-            tier.binds[0] = '\0';
-        if (tier_jr_get_str (reply, strlen (reply), "stage_out",
-                             tier.policy_out, sizeof (tier.policy_out)) < 0)
-            tier.policy_out[0] = '\0';
-        /* the endpoint input directories (stage = in) */
-        if (tier_jr_get_str (reply, strlen (reply), "stage_in",
-                             tier.policy_in, sizeof (tier.policy_in)) < 0)
-            tier.policy_in[0] = '\0';
-    }
-    {
-        bool ok = true;
-        if (tier_jr_get_bool (reply, strlen (reply), "scratch_ok", &ok) == 0
-            && !ok) {
-            tier.scratch_denied = 1;
-            if (tier_jr_get_str (reply, strlen (reply), "scratch_error",
-                                 tier.ns_error, sizeof (tier.ns_error)) < 0)
-                (void) snprintf (tier.ns_error, sizeof (tier.ns_error),
-                                 "the scratch reservation was refused");
-        }
-    }
+    take_reply (reply);
     free (reply);
     if (!enabled) {
         errno = EPERM;
