@@ -149,7 +149,7 @@ json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
                      tier_error_t *error);
 void stage_job_end (struct agent *a, const struct store_job *job);
 
-/* replica.c: the batch replica cache (see replica.c) */
+/* replica.c: the batch replica cache (its modules: replica.h) */
 int replica_init (struct agent *a);
 void replica_fini (struct agent *a);
 json_t *op_replica_open (struct agent *a, struct conn *c, json_t *req,
@@ -169,7 +169,6 @@ struct stat;
  * ctime (ns), not st_dev (it differs between clients of one GFS). */
 void replica_key (const struct stat *st, char *key, size_t size);
 void replica_conn_gone (struct agent *a, struct conn *c);
-bool replica_child (struct agent *a, pid_t pid, int status);
 void replica_tick (struct agent *a);
 int replica_flush (struct agent *a);
 

@@ -5,15 +5,20 @@
 #include "config.h"
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "chmsg.h"
 
 /* How long a child waits for its parent to take a message. */
 #define TELL_TIMEOUT_MS 30000
+#define SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
+#define SEALS_NEEDED (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 
 const char *chmsg_name (const struct chmsg_proto *p, int type)
 {
@@ -160,4 +165,65 @@ int chmsg_tell (int fd, const struct chmsg_proto *p, int type,
     }
     return chmsg_send (fd, p, true, type, body, NULL, 0, TELL_TIMEOUT_MS,
                        NULL);
+}
+
+int chmsg_text_fd (const char *name, const char *text, size_t len)
+{
+    size_t off = 0;
+    int fd, e;
+
+    if ((fd = memfd_create (name, MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0)
+        return -1;
+    while (off < len) {
+        ssize_t n = write (fd, text + off, len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            goto error;
+        off += (size_t) n;
+    }
+    if (fcntl (fd, F_ADD_SEALS, SEALS) < 0)
+        goto error;
+    return fd;
+error:
+    e = errno ? errno : EIO;
+    close (fd);
+    errno = e;
+    return -1;
+}
+
+int chmsg_text_read (int fd, uint64_t size, uint64_t max, char **text)
+{
+    struct stat st;
+    size_t off = 0;
+    char *buf;
+    int seals;
+
+    *text = NULL;
+    /* only a memfd has seals: nothing else could make the agent wait */
+    if (fd < 0 || (seals = fcntl (fd, F_GET_SEALS)) < 0
+        || (seals & SEALS_NEEDED) != SEALS_NEEDED || fstat (fd, &st) < 0
+        || !S_ISREG (st.st_mode) || (uint64_t) st.st_size != size
+        || size > max) {
+        errno = EPROTO;
+        return -1;
+    }
+    if (!(buf = malloc (size + 1))) {
+        errno = ENOMEM;
+        return -1;
+    }
+    while (off < size) {
+        ssize_t n = pread (fd, buf + off, size - off, (off_t) off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            free (buf);
+            errno = EIO;
+            return -1;
+        }
+        off += (size_t) n;
+    }
+    buf[off] = '\0';
+    *text = buf;
+    return 0;
 }

@@ -27,6 +27,8 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "lib/error.h"
 #include "lib/proto.h"
@@ -83,5 +85,20 @@ int chmsg_recv (int fd, const struct chmsg_proto *p, int *type, json_t **body,
  */
 int chmsg_tell (int fd, const struct chmsg_proto *p, int type,
                 const char *fmt, ...);
+
+/* A text too large for a message (a policy set, a mirror's manifest)
+ * travels beside it as one descriptor: a sealed memfd, which cannot
+ * change once sent and whose reading never waits on a file system.
+ * chmsg_text_fd makes one holding the len bytes of text (name: what
+ * /proc shows); -1 with errno.
+ */
+int chmsg_text_fd (const char *name, const char *text, size_t len);
+
+/* Read such a text: fd must be a sealed memfd of exactly size bytes, and
+ * size at most max.  *text is malloc'd and NUL-terminated.  -1 with
+ * errno EPROTO (not a sealed memfd of that size), EIO (it cannot be
+ * read) or ENOMEM.
+ */
+int chmsg_text_read (int fd, uint64_t size, uint64_t max, char **text);
 
 #endif /* !TIER_AGENT_CHMSG_H */

@@ -26,7 +26,15 @@
  * drops the mirror and the job uses the interposer.  Within the job the
  * mirror is not revalidated: every binary, static ones and executables
  * included, reads the replicas.  Evicting any of its replicas drops the
- * mirror.  The source is walked as the user, never as root.
+ * mirror.  The source is walked as the user, never as root: by a child
+ * (child.c's child_call, "tierd-walk") with the job's credentials
+ * (lib/cred.h's TIER_CRED_DATA: the job's group list; outside a job, the
+ * user's groups from NSS), which answers with one message of
+ * replica_msg.h (the manifest in a sealed memfd).
+ *
+ * Owns BBDir/mirrors/.  Calls child.c, replica_msg.c, replica.c (keys,
+ * the caller's policy), policy.c, jobs.c (jobs_cred) and lib/trust.h for
+ * the root-owned directories and files it reads.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -34,31 +42,30 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <jansson.h>
 #include <limits.h>
-#include <poll.h>
 #include <pwd.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lib/clock.h"
+#include "lib/cred.h"
 #include "lib/jobns.h"
 #include "lib/log.h"
 #include "lib/paths.h"
-#include "agent.h"
+#include "lib/trust.h"
+#include "child.h"
 #include "peer.h"
 #include "policy.h"
+#include "replica.h"
+#include "replica_msg.h"
 
-#define MANIFEST_MAX (64u << 20)        /* bytes */
+#define MANIFEST_MAX REPMSG_MANIFEST_MAX /* bytes */
 #define ENTRIES_MAX 200000
 #define DEPTH_MAX 64
-#define GROUPS_MAX 256
 /* The agent serves every client from one loop: the walks of the sources
  * (tierctl prefetch --bind, and again at each job start, for all the
  * job's mirrors together) hold it this long at most.  A directory the
@@ -67,35 +74,12 @@
  */
 #define WALK_MS 5000
 
-struct user {
-    uid_t uid;
-    gid_t gid;
-    gid_t groups[GROUPS_MAX];
-    int ngroups;
-};
-
-static int user_of (uid_t uid, struct user *u, tier_error_t *error)
-{
-    struct passwd pw, *pwp = NULL;
-    char buf[4096];
-
-    if (getpwuid_r (uid, &pw, buf, sizeof (buf), &pwp) != 0 || !pwp) {
-        errno = ENOENT;
-        return tier_errprintf (error, "uid %u has no passwd entry",
-                               (unsigned) uid);
-    }
-    u->uid = uid;
-    u->gid = pw.pw_gid;
-    u->ngroups = GROUPS_MAX;
-    if (getgrouplist (pw.pw_name, pw.pw_gid, u->groups, &u->ngroups) < 0)
-        u->ngroups = 0;
-    return 0;
-}
-
 /* ------------------------------------------------ the walk, as the user */
 
 struct walk {
+    const char *dir;
     FILE *out;
+    size_t bytes;
     int entries;
     char err[512];
 };
@@ -113,10 +97,23 @@ static int emit (struct walk *w, json_t *o)
                          ENTRIES_MAX);
         return -1;
     }
+    w->bytes += strlen (s) + 1;
+    if (w->bytes > MANIFEST_MAX) {
+        free (s);
+        (void) snprintf (w->err, sizeof (w->err),
+                         "a manifest of more than "
+                         "%u MiB",
+                         MANIFEST_MAX >> 20);
+        return -1;
+    }
     fprintf (w->out, "%s\n", s);
     free (s);
     return 0;
 }
+
+/* One entry of a directory (name in dfd, sub its relative path). */
+static int walk_entry (struct walk *w, int dfd, const char *name,
+                       const char *sub, int depth);
 
 static int walk_dir (struct walk *w, int dfd, const char *rel, int depth)
 {
@@ -137,56 +134,13 @@ static int walk_dir (struct walk *w, int dfd, const char *rel, int depth)
         return -1;
     }
     while ((de = readdir (d))) {
-        char sub[PATH_MAX], key[160], target[PATH_MAX];
-        struct stat st;
-        int rc = 0;
+        char sub[PATH_MAX];
 
         if (!strcmp (de->d_name, ".") || !strcmp (de->d_name, ".."))
             continue;
         (void) snprintf (sub, sizeof (sub), "%s%s%s", rel, rel[0] ? "/" : "",
                          de->d_name);
-        if (fstatat (dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            (void) snprintf (w->err, sizeof (w->err), "%.300s: %s", sub,
-                             strerror (errno));
-            rc = -1;
-        }
-        else if (S_ISREG (st.st_mode)) {
-            replica_key (&st, key, sizeof (key));
-            rc = emit (w, json_pack ("{s:s s:s s:i s:s}", "p", sub, "t", "f",
-                                     "m", (int) (st.st_mode & 07777),
-                                     "k", key));
-        }
-        else if (S_ISLNK (st.st_mode)) {
-            ssize_t n = readlinkat (dfd, de->d_name, target,
-                                    sizeof (target) - 1);
-            if (n < 0)
-                n = 0;
-            target[n] = '\0';
-            rc = emit (w, json_pack ("{s:s s:s s:s}", "p", sub, "t", "l",
-                                     "l", target));
-        }
-        else if (S_ISDIR (st.st_mode)) {
-            int sfd = openat (dfd, de->d_name, O_RDONLY | O_DIRECTORY
-                              | O_NOFOLLOW | O_CLOEXEC);
-            if (sfd < 0) {
-                (void) snprintf (w->err, sizeof (w->err), "%.300s: %s", sub,
-                                 strerror (errno));
-                rc = -1;
-            }
-            else {
-                rc = emit (w, json_pack ("{s:s s:s s:i}", "p", sub, "t", "d",
-                                         "m", (int) (st.st_mode & 07777)));
-                if (rc == 0)
-                    rc = walk_dir (w, sfd, sub, depth + 1);
-                close (sfd);
-            }
-        }
-        else {
-            (void) snprintf (w->err, sizeof (w->err), "%.300s: not a file, "
-                             "directory or symlink", sub);
-            rc = -1;
-        }
-        if (rc < 0) {
+        if (walk_entry (w, dfd, de->d_name, sub, depth) < 0) {
             closedir (d);
             return -1;
         }
@@ -195,121 +149,125 @@ static int walk_dir (struct walk *w, int dfd, const char *rel, int depth)
     return 0;
 }
 
+static int walk_entry (struct walk *w, int dfd, const char *name,
+                       const char *sub, int depth)
+{
+    char key[160], target[PATH_MAX];
+    struct stat st;
+    int rc = 0;
+
+    if (fstatat (dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        (void) snprintf (w->err, sizeof (w->err), "%.300s: %s", sub,
+                         strerror (errno));
+        rc = -1;
+    }
+    else if (S_ISREG (st.st_mode)) {
+        replica_key (&st, key, sizeof (key));
+        rc = emit (w, json_pack ("{s:s s:s s:i s:s}", "p", sub, "t", "f", "m",
+                                 (int) (st.st_mode & 07777), "k", key));
+    }
+    else if (S_ISLNK (st.st_mode)) {
+        ssize_t n = readlinkat (dfd, name, target, sizeof (target) - 1);
+        if (n < 0)
+            n = 0;
+        target[n] = '\0';
+        rc = emit (w, json_pack ("{s:s s:s s:s}", "p", sub, "t", "l", "l",
+                                 target));
+    }
+    else if (S_ISDIR (st.st_mode)) {
+        int sfd = openat (dfd, name,
+                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sfd < 0) {
+            (void) snprintf (w->err, sizeof (w->err), "%.300s: %s", sub,
+                             strerror (errno));
+            rc = -1;
+        }
+        else {
+            rc = emit (w, json_pack ("{s:s s:s s:i}", "p", sub, "t", "d", "m",
+                                     (int) (st.st_mode & 07777)));
+            if (rc == 0)
+                rc = walk_dir (w, sfd, sub, depth + 1);
+            close (sfd);
+        }
+    }
+    else {
+        (void) snprintf (w->err, sizeof (w->err),
+                         "%.300s: not a file, "
+                         "directory or symlink",
+                         sub);
+        rc = -1;
+    }
+    return rc;
+}
+
+/* Walk w->dir into w->out. */
+static int walk_all (struct walk *w)
+{
+    struct stat st;
+    int fd, rc;
+
+    if ((fd = open (w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0
+        || fstat (fd, &st) < 0) {
+        (void) snprintf (w->err, sizeof (w->err), "%.400s: %s", w->dir,
+                         strerror (errno));
+        if (fd >= 0)
+            close (fd);
+        return -1;
+    }
+    rc = emit (w, json_pack ("{s:s s:s s:i}", "p", "", "t", "d", "m",
+                             (int) (st.st_mode & 07777)));
+    if (rc == 0)
+        rc = walk_dir (w, fd, "", 0);
+    close (fd);
+    return rc;
+}
+
+/* The walker (child.c made it, with the user's credentials): its lines,
+ * unsorted, in a sealed memfd, or why not. */
+static int walker_main (void *arg, int chan)
+{
+    struct walk w = { .dir = arg };
+    struct repmsg m = { .type = REPMSG_WALK_ERROR };
+    char *text = NULL;
+    size_t len = 0;
+    int fd = -1, rc;
+
+    if (!(w.out = open_memstream (&text, &len)))
+        (void) snprintf (w.err, sizeof (w.err), "out of memory");
+    else if ((rc = walk_all (&w)) < 0 || fclose (w.out) != 0) {
+        if (rc == 0)
+            (void) snprintf (w.err, sizeof (w.err), "out of memory");
+        else
+            (void) fclose (w.out);
+    }
+    else if ((fd = chmsg_text_fd ("tier-manifest", text, len)) < 0)
+        (void) snprintf (w.err, sizeof (w.err), "memfd: %s", strerror (errno));
+    else {
+        m.type = REPMSG_MANIFEST;
+        m.bytes = len;
+    }
+    free (text);
+    m.error = w.err;
+    if (repmsg_send (chan, &m, fd) < 0 || m.type != REPMSG_MANIFEST)
+        return 1;
+    return 0;
+}
+
 static int cmp_lines (const void *a, const void *b)
 {
     return strcmp (*(char *const *) a, *(char *const *) b);
 }
 
-/* The manifest of dir as u sees it (malloc'd, sorted lines), or NULL
- * with the reason in error.  A forked child takes the user's credentials
- * for good and walks; the parent only reads and sorts its lines, and
- * kills the child at deadline (tier_now_ms () time).
- */
-static char *manifest_of (const struct user *u, const char *dir,
-                          int64_t deadline, tier_error_t *error)
+/* buf's lines (len bytes), sorted, in a malloc'd text; NULL with errno. */
+static char *sorted_lines (char *buf, size_t len)
 {
-    char *buf = NULL, *out = NULL, **lines = NULL;
-    size_t len = 0, cap = 0, n = 0;
-    int pfd[2], status = 0;
-    bool timed_out = false;
-    pid_t pid;
+    char **lines = NULL, *out;
+    size_t n = 0, o = 0;
 
-    if (tier_now_ms () >= deadline) {
-        errno = ETIMEDOUT;
-        tier_errprintf (error, "no time left to walk %s: the walks before "
-                        "it took the %d s they are given", dir, WALK_MS / 1000);
-        return NULL;
-    }
-    if (pipe2 (pfd, O_CLOEXEC) < 0 || (pid = fork ()) < 0) {
-        tier_errprintf (error, "fork: %s", strerror (errno));
-        return NULL;
-    }
-    if (pid == 0) {
-        struct walk w = { 0 };
-        struct stat st;
-        int fd;
-
-        close (pfd[0]);
-        if (setgroups ((size_t) u->ngroups, u->groups) < 0
-            || setresgid (u->gid, u->gid, u->gid) < 0
-            || setresuid (u->uid, u->uid, u->uid) < 0)
-            _exit (2);
-        if (!(w.out = fdopen (pfd[1], "w")))
-            _exit (2);
-        if ((fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0
-            || fstat (fd, &st) < 0) {
-            fprintf (w.out, "E %s: %s\n", dir, strerror (errno));
-            _exit (1);
-        }
-        if (emit (&w, json_pack ("{s:s s:s s:i}", "p", "", "t", "d", "m",
-                                 (int) (st.st_mode & 07777))) < 0
-            || walk_dir (&w, fd, "", 0) < 0) {
-            fprintf (w.out, "E %s\n", w.err);
-            _exit (1);
-        }
-        fclose (w.out);
-        _exit (0);
-    }
-    close (pfd[1]);
-    for (;;) {
-        struct pollfd p = { .fd = pfd[0], .events = POLLIN };
-        int64_t left = deadline - tier_now_ms ();
-        int ready = left > 0 ? poll (&p, 1, (int) left) : 0;
-        ssize_t r;
-        if (ready < 0 && errno == EINTR)
-            continue;
-        if (ready == 0) {
-            timed_out = true;
-            break;
-        }
-        if (len + 65537 > cap) {
-            char *nb;
-            if (cap > MANIFEST_MAX || !(nb = realloc (buf, cap + 1048576)))
-                break;
-            buf = nb;
-            cap += 1048576;
-        }
-        if ((r = read (pfd[0], buf + len, cap - len - 1)) < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        len += (size_t) r;
-    }
-    close (pfd[0]);
-    if (timed_out) {
-        /* killed; if a GFS request holds it, the loop reaps it later */
-        (void) kill (pid, SIGKILL);
-        (void) agent_child_wait (pid, &status, 100);
-        free (buf);
-        errno = ETIMEDOUT;
-        tier_errprintf (error, "the walk of %s as uid %u did not finish "
-                        "within %d s", dir, (unsigned) u->uid, WALK_MS / 1000);
-        return NULL;
-    }
-    while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (!buf) {
-        tier_errprintf (error, "out of memory");
-        return NULL;
-    }
-    buf[len] = '\0';
-    if (!WIFEXITED (status) || WEXITSTATUS (status) != 0) {
-        char *e = strstr (buf, "\nE ");
-        e = !strncmp (buf, "E ", 2) ? buf + 2 : e ? e + 3 : NULL;
-        if (e)
-            e[strcspn (e, "\n")] = '\0';
-        errno = EIO;
-        tier_errprintf (error, "%s", e ? e : "the walk failed");
-        free (buf);
-        return NULL;
-    }
-    /* canonical: sorted lines */
     for (char *p = buf, *nl; *p && (nl = strchr (p, '\n')); p = nl + 1) {
         char **more;
         if (!(more = realloc (lines, (n + 1) * sizeof (*lines)))) {
             free (lines);
-            free (buf);
-            tier_errprintf (error, "out of memory");
             return NULL;
         }
         lines = more;
@@ -318,7 +276,6 @@ static char *manifest_of (const struct user *u, const char *dir,
     }
     qsort (lines, n, sizeof (*lines), cmp_lines);
     if ((out = malloc (len + 1))) {
-        size_t o = 0;
         for (size_t i = 0; i < n; i++) {
             size_t l = strlen (lines[i]);
             memcpy (out + o, lines[i], l);
@@ -328,9 +285,86 @@ static char *manifest_of (const struct user *u, const char *dir,
         out[o] = '\0';
     }
     free (lines);
-    free (buf);
-    if (!out)
+    return out;
+}
+
+/* The walker's answer: the manifest's text (malloc'd), or NULL with the
+ * reason in error. */
+static char *walk_answer (int type, json_t *body, int fd, tier_error_t *error)
+{
+    struct repmsg m;
+    char *text;
+
+    if (repmsg_unpack (type, body, &m, error) < 0)
+        return NULL;
+    if (m.type == REPMSG_WALK_ERROR) {
+        errno = EIO;
+        tier_errprintf (error, "%s", m.error);
+        return NULL;
+    }
+    if (chmsg_text_read (fd, m.bytes, MANIFEST_MAX, &text) < 0) {
+        tier_errprintf (error, "the walk's manifest: %s", strerror (errno));
+        return NULL;
+    }
+    return text;
+}
+
+/* The manifest of dir as cred sees it (malloc'd, sorted lines), or NULL
+ * with the reason in error.  A child (child_call) takes the user's
+ * credentials for good and walks; the agent only sorts its lines, and
+ * kills the child at deadline (tier_now_ms () time).
+ */
+static char *manifest_of (struct agent *a, const struct tier_cred *cred,
+                          const char *dir, int64_t deadline,
+                          tier_error_t *error)
+{
+    struct child_spec spec = {
+        .name = "tierd-walk",
+        .cred = cred,
+        .mode = TIER_CRED_DATA,
+        .proto = &repmsg_walk_proto,
+        .main = walker_main,
+        .arg = (void *) dir,
+    };
+    int64_t left = deadline - tier_now_ms ();
+    int type, status = 0, fds[1] = { -1 }, nfds = 0;
+    char *text, *out;
+    json_t *body = NULL;
+
+    if (left <= 0) {
+        errno = ETIMEDOUT;
+        tier_errprintf (error,
+                        "no time left to walk %s: the walks before "
+                        "it took the %d s they are given",
+                        dir, WALK_MS / 1000);
+        return NULL;
+    }
+    (void) snprintf (spec.title, sizeof (spec.title), "tierd-walk uid %u %s",
+                     (unsigned) cred->uid, dir);
+    if (child_call (a, &spec, (int) left, &type, &body, fds, &nfds, 1, &status,
+                    error)
+        < 0) {
+        if (errno == ETIMEDOUT)
+            tier_errprintf (error,
+                            "the walk of %s as uid %u did not finish "
+                            "within %d s",
+                            dir, (unsigned) cred->uid, WALK_MS / 1000);
+        else if (errno == ENODATA) {
+            errno = EIO;
+            tier_errprintf (error, "the walk failed");
+        }
+        return NULL;
+    }
+    text = walk_answer (type, body, nfds > 0 ? fds[0] : -1, error);
+    if (nfds > 0)
+        close (fds[0]);
+    json_decref (body);
+    if (!text)
+        return NULL;
+    /* canonical: sorted lines */
+    if (!(out = sorted_lines (text, strlen (text))))
         tier_errprintf (error, "out of memory");
+    free (text);
     return out;
 }
 
@@ -345,10 +379,11 @@ static unsigned long long hash64 (const char *s)
     return h;
 }
 
+/* BBDir/mirrors/uUID (made if create): root's, only root may enter. */
 static int user_mirrors (struct agent *a, uid_t uid, bool create)
 {
+    const struct tier_trust t = { .kind = TIER_TRUST_ROOT_DIR, .deny = 077 };
     char path[PATH_MAX];
-    struct stat st;
     int fd;
 
     (void) snprintf (path, sizeof (path), "%.2048s/mirrors", a->conf->bb_dir);
@@ -361,7 +396,7 @@ static int user_mirrors (struct agent *a, uid_t uid, bool create)
     if ((fd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
         < 0)
         return -1;
-    if (fstat (fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 077)) {
+    if (tier_trust_check (fd, path, &t, NULL) < 0) {
         close (fd);
         errno = EPERM;
         return -1;
@@ -379,8 +414,11 @@ static DIR *opendir_at (int dfd)
     return d;
 }
 
+/* A file of a mirror: root's (lib/trust.h's ROOT_FILE), at most max
+ * bytes (malloc'd), or NULL. */
 static char *read_at (int dfd, const char *name, size_t max)
 {
+    const struct tier_trust t = { .kind = TIER_TRUST_ROOT_FILE };
     int fd = openat (dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     char *s;
@@ -388,7 +426,7 @@ static char *read_at (int dfd, const char *name, size_t max)
 
     if (fd < 0)
         return NULL;
-    if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || st.st_uid != 0
+    if (tier_trust_check (fd, name, &t, NULL) < 0 || fstat (fd, &st) < 0
         || (size_t) st.st_size > max || !(s = malloc (st.st_size + 1))) {
         close (fd);
         return NULL;
@@ -513,50 +551,95 @@ static int build_tree (int treefd, const char *m, int scopefd, int worldfd,
     return 0;
 }
 
-/* The caller's policy of dir: the job's frozen set inside a job, else
- * the site and user layers.
- */
-static int caller_role (struct agent *a, struct conn *c, const char *dir)
+/* The credentials of the caller's walks (TIER_CRED_DATA): its job's
+ * groups inside a job, else the user's from NSS. */
+static int caller_cred (struct conn *c, const struct store_job *job,
+                        bool in_job, struct tier_cred *cred,
+                        tier_error_t *error)
 {
-    struct store_job job;
-    struct peer_job pj;
-    struct tier_policy pol;
-    tier_error_t e;
+    struct passwd pw, *pwp = NULL;
+    char buf[4096];
 
-    if (rpc_caller_job (a, c, &job, &pj, &e) == 0)
-        return policy_job_resolve (a, &job, dir, &pol) == 0 ? (int) pol.role
-                                                            : -1;
-    {
-        struct passwd pw, *pwp = NULL;
-        struct tier_policy_set *set;
-        struct tier_policy_match m;
-        char buf[4096];
-        int role = TIER_POLICY_NONE;
-
-        if (getpwuid_r (c->cred.uid, &pw, buf, sizeof (buf), &pwp) || !pwp
-            || !(set = policy_user_set (a, c->cred.uid, pw.pw_gid,
-                                        pw.pw_name)))
-            return -1;
-        if (tier_policy_resolve (set, dir, &m) == 0 && m.policy)
-            role = (int) m.policy->role;
-        tier_policy_set_destroy (set);
-        return role;
+    if (in_job && job->uid == c->cred.uid && jobs_cred (job, cred) == 0)
+        return 0;
+    if (getpwuid_r (c->cred.uid, &pw, buf, sizeof (buf), &pwp) != 0 || !pwp) {
+        errno = ENOENT;
+        return tier_errprintf (error, "uid %u has no passwd entry",
+                               (unsigned) c->cred.uid);
     }
+    tier_cred_init (cred, c->cred.uid, pw.pw_gid);
+    if (tier_cred_lookup (cred, pw.pw_name) < 0)
+        return tier_errprintf (error, "the groups of %s: %s", pw.pw_name,
+                               strerror (errno));
+    return 0;
 }
 
-/* replica.mirror {path}: after tierctl prefetch --bind, make the mirror
- * of the batch directory path for the caller's jobs.
- */
-json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
+/* Make BBDir/mirrors/uUID/.build-NAME/{tree/,dir,manifest} for manifest
+ * m of dir, from the replicas of scope directories sfd and wfd. */
+static int mirror_build (int ufd, const char *build, const char *dir,
+                         const char *m, int sfd, int wfd, json_int_t *files,
+                         json_int_t *bytes, tier_error_t *error)
+{
+    int bfd = -1, tfd = -1, rc = -1;
+
+    (void) tier_rmtree_at (ufd, build, error);
+    if (mkdirat (ufd, build, 0700) < 0
+        || (bfd = openat (ufd, build,
+                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+               < 0
+        || mkdirat (bfd, "tree", 0700) < 0
+        || (tfd = openat (bfd, "tree",
+                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+               < 0) {
+        tier_errprintf (error, "mirror: %s", strerror (errno));
+        goto out;
+    }
+    error->text[0] = '\0';
+    if (build_tree (tfd, m, sfd, wfd, files, bytes, error) < 0
+        || write_at (bfd, "dir", dir) < 0 || write_at (bfd, "manifest", m) < 0
+        || fsync (bfd) < 0) {
+        if (!error->text[0])
+            tier_errprintf (error, "mirror: %s", strerror (errno));
+        (void) tier_rmtree_at (ufd, build, NULL);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (tfd >= 0)
+        close (tfd);
+    if (bfd >= 0)
+        close (bfd);
+    return rc;
+}
+
+/* Put the built mirror in place of an older one of the same directory. */
+static int mirror_publish (int ufd, const char *name, const char *build,
                            tier_error_t *error)
 {
+    char old[64];
+
+    (void) snprintf (old, sizeof (old), ".old-%s", name);
+    (void) tier_rmtree_at (ufd, old, NULL);
+    if ((renameat (ufd, name, ufd, old) < 0 && errno != ENOENT)
+        || renameat (ufd, build, ufd, name) < 0) {
+        tier_errprintf (error, "mirror: %s", strerror (errno));
+        (void) tier_rmtree_at (ufd, build, NULL);
+        return -1;
+    }
+    (void) tier_rmtree_at (ufd, old, NULL);
+    (void) fsync (ufd);
+    return 0;
+}
+
+/* Check a replica.mirror request: the path, and the caller's policy. */
+static const char *mirror_req (struct agent *a, struct conn *c, json_t *req,
+                               struct tier_cred *cred, tier_error_t *error)
+{
     const char *dir = NULL;
-    char norm[PATH_MAX], name[32], build[64], path[PATH_MAX];
-    struct user u;
-    json_int_t files = 0, bytes = 0;
-    char *m = NULL;
-    int ufd = -1, bfd = -1, tfd = -1, sfd = -1, wfd = -1;
-    json_t *res = NULL;
+    char norm[PATH_MAX];
+    struct store_job job;
+    struct tier_policy pol;
+    bool in_job;
 
     if (json_unpack (req, "{s:s}", "path", &dir) < 0 || dir[0] != '/'
         || tier_path_normalize (dir, norm, sizeof (norm)) < 0
@@ -571,13 +654,33 @@ json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
                         a->node);
         return NULL;
     }
-    if (caller_role (a, c, dir) != TIER_POLICY_BATCH) {
+    if (replica_caller_policy (a, c, dir, &job, &in_job, &pol) < 0
+        || pol.role != TIER_POLICY_BATCH) {
         errno = EPERM;
         tier_errprintf (error, "%s is not a batch directory of yours", dir);
         return NULL;
     }
-    if (user_of (c->cred.uid, &u, error) < 0
-        || !(m = manifest_of (&u, dir, tier_now_ms () + WALK_MS, error)))
+    if (caller_cred (c, &job, in_job, cred, error) < 0)
+        return NULL;
+    return dir;
+}
+
+/* replica.mirror {path}: after tierctl prefetch --bind, make the mirror
+ * of the batch directory path for the caller's jobs.
+ */
+json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
+                           tier_error_t *error)
+{
+    const char *dir;
+    char name[32], build[64], path[PATH_MAX];
+    struct tier_cred cred;
+    json_int_t files = 0, bytes = 0;
+    char *m = NULL;
+    int ufd = -1, sfd = -1, wfd = -1;
+    json_t *res = NULL;
+
+    if (!(dir = mirror_req (a, c, req, &cred, error))
+        || !(m = manifest_of (a, &cred, dir, tier_now_ms () + WALK_MS, error)))
         return NULL;
     if ((ufd = user_mirrors (a, c->cred.uid, true)) < 0) {
         tier_errprintf (error, "%s/mirrors: %s", a->conf->bb_dir,
@@ -598,42 +701,9 @@ json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
     }
     (void) snprintf (name, sizeof (name), "%016llx", hash64 (dir));
     (void) snprintf (build, sizeof (build), ".build-%s", name);
-    (void) tier_rmtree_at (ufd, build, error);
-    if (mkdirat (ufd, build, 0700) < 0
-        || (bfd = openat (ufd, build, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                          | O_CLOEXEC)) < 0
-        || mkdirat (bfd, "tree", 0700) < 0
-        || (tfd = openat (bfd, "tree", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                          | O_CLOEXEC)) < 0) {
-        tier_errprintf (error, "mirror: %s", strerror (errno));
+    if (mirror_build (ufd, build, dir, m, sfd, wfd, &files, &bytes, error) < 0
+        || mirror_publish (ufd, name, build, error) < 0)
         goto out;
-    }
-    if (build_tree (tfd, m, sfd, wfd, &files, &bytes, error) < 0
-        || write_at (bfd, "dir", dir) < 0 || write_at (bfd, "manifest", m) < 0
-        || fsync (bfd) < 0) {
-        if (!error->text[0])
-            tier_errprintf (error, "mirror: %s", strerror (errno));
-        (void) tier_rmtree_at (ufd, build, NULL);
-        goto out;
-    }
-    {
-        /* replace an older mirror of the same directory */
-        char old[64];
-        (void) snprintf (old, sizeof (old), ".old-%s", name);
-        (void) tier_rmtree_at (ufd, old, NULL);
-        if (renameat (ufd, name, ufd, old) < 0 && errno != ENOENT) {
-            tier_errprintf (error, "mirror: %s", strerror (errno));
-            (void) tier_rmtree_at (ufd, build, NULL);
-            goto out;
-        }
-        if (renameat (ufd, build, ufd, name) < 0) {
-            tier_errprintf (error, "mirror: %s", strerror (errno));
-            (void) tier_rmtree_at (ufd, build, NULL);
-            goto out;
-        }
-        (void) tier_rmtree_at (ufd, old, NULL);
-        (void) fsync (ufd);
-    }
     tier_log (LOG_INFO, "mirror of %s for uid %u: %lld files, %lld bytes",
               dir, (unsigned) c->cred.uid, (long long) files,
               (long long) bytes);
@@ -641,14 +711,14 @@ json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
                      bytes);
 out:
     {
-        int fds[] = { ufd, bfd, tfd, sfd, wfd };
-        for (size_t i = 0; i < sizeof (fds) / sizeof (fds[0]); i++)
-            if (fds[i] >= 0)
-                close (fds[i]);
+    int fds[] = { ufd, sfd, wfd };
+    for (size_t i = 0; i < sizeof (fds) / sizeof (fds[0]); i++)
+        if (fds[i] >= 0)
+            close (fds[i]);
     }
     free (m);
     return res;
-}
+    }
 
 /* The mirrors to bind for a starting job: those of its user whose
  * directory is batch in the job's frozen set and whose source is still
@@ -661,7 +731,7 @@ void mirror_job_binds (struct agent *a, const struct store_job *job,
     int64_t deadline = tier_now_ms () + WALK_MS;
     struct dirent *de;
     size_t o = 0;
-    struct user u;
+    struct tier_cred cred;
     tier_error_t e;
     int ufd;
     DIR *d;
@@ -669,7 +739,7 @@ void mirror_job_binds (struct agent *a, const struct store_job *job,
     out[0] = '\0';
     if (!a->conf->bb_dir[0] || (ufd = user_mirrors (a, job->uid, false)) < 0)
         return;
-    if (user_of (job->uid, &u, &e) < 0 || !(d = opendir_at (ufd))) {
+    if (jobs_cred (job, &cred) < 0 || !(d = opendir_at (ufd))) {
         close (ufd);
         return;
     }
@@ -690,7 +760,8 @@ void mirror_job_binds (struct agent *a, const struct store_job *job,
             || policy_job_resolve (a, job, dir, &pol) < 0
             || pol.role != TIER_POLICY_BATCH)
             goto next;
-        if (!(now = manifest_of (&u, dir, deadline, &e)) || strcmp (now, m)) {
+        if (!(now = manifest_of (a, &cred, dir, deadline, &e))
+            || strcmp (now, m)) {
             if (now)
                 tier_log (LOG_INFO, "job %u: the source of mirror %s "
                           "changed: not bound", job->job_id, dir);

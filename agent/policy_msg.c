@@ -2,26 +2,22 @@
 /* Copyright 2026 the tier developers */
 /* policy_msg.c - the messages of the policy freezer (see policy_msg.h)
  *
- * Owns the channel's table, the packing of its messages and the memfd
- * that carries a set.  Calls jansson, libc and chmsg.c only.
+ * Owns the channel's table and the packing of its messages; a set
+ * travels as chmsg.h's sealed memfd.  Calls jansson, libc and chmsg.c
+ * only.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "policy_msg.h"
 
 /* How long the freezer waits for the agent to take its answer. */
 #define SEND_TIMEOUT_MS 30000
-#define SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
-#define SEALS_NEEDED (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 
 static const struct chmsg_type types[] = {
     { POLMSG_NONE, "none" },
@@ -104,70 +100,24 @@ int polmsg_unpack (int type, json_t *body, struct polmsg *m,
 
 int polmsg_text_fd (const char *text, size_t len)
 {
-    size_t off = 0;
-    int fd, e;
-
-    if ((fd = memfd_create ("tier-policy", MFD_CLOEXEC | MFD_ALLOW_SEALING))
-        < 0)
-        return -1;
-    while (off < len) {
-        ssize_t n = write (fd, text + off, len - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            goto error;
-        off += (size_t) n;
-    }
-    if (fcntl (fd, F_ADD_SEALS, SEALS) < 0)
-        goto error;
-    return fd;
-error:
-    e = errno ? errno : EIO;
-    close (fd);
-    errno = e;
-    return -1;
+    return chmsg_text_fd ("tier-policy", text, len);
 }
 
 int polmsg_text_read (const struct polmsg *m, int fd, char **text,
                       tier_error_t *error)
 {
-    struct stat st;
-    size_t off = 0;
-    char *buf;
-    int seals;
-
     *text = NULL;
     if (fd < 0)
         return refuse (m->type, error, "came without its text", NULL);
-    /* only a memfd has seals: nothing else could make the agent wait */
-    if ((seals = fcntl (fd, F_GET_SEALS)) < 0
-        || (seals & SEALS_NEEDED) != SEALS_NEEDED || fstat (fd, &st) < 0
-        || !S_ISREG (st.st_mode) || (uint64_t) st.st_size != m->bytes
-        || m->bytes > POLMSG_TEXT_MAX)
-        return refuse (m->type, error,
-                       "came with a text that is not a "
-                       "sealed memfd of its size",
-                       NULL);
-    if (!(buf = malloc (m->bytes + 1))) {
-        errno = ENOMEM;
+    if (chmsg_text_read (fd, m->bytes, POLMSG_TEXT_MAX, text) == 0)
+        return 0;
+    if (errno == ENOMEM)
         return tier_errprintf (error, "out of memory");
-    }
-    while (off < m->bytes) {
-        ssize_t n = pread (fd, buf + off, m->bytes - off, (off_t) off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            free (buf);
-            return refuse (m->type, error,
-                           "came with a text that cannot "
-                           "be read",
-                           NULL);
-        }
-        off += (size_t) n;
-    }
-    buf[off] = '\0';
-    *text = buf;
-    return 0;
+    return refuse (m->type, error,
+                   errno == EIO ? "came with a text that cannot be read"
+                                : "came with a text that is not a sealed "
+                                  "memfd of its size",
+                   NULL);
 }
 
 int polmsg_send (int fd, enum polmsg_type type, const char *text)

@@ -491,8 +491,7 @@ static void reap_children (struct agent *a)
     int status;
 
     while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
-        if (!child_reaped (a, pid, status))
-            (void) replica_child (a, pid, status);
+        (void) child_reaped (a, pid, status);
 }
 
 static void do_signal (struct agent *a)

@@ -196,8 +196,7 @@ static void reap_children (void)
 
     for (int i = 0; i < 5000; i++) {
         while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
-            if (!child_reaped (&A, pid, status))
-                (void) replica_child (&A, pid, status);
+            (void) child_reaped (&A, pid, status);
         if (pid < 0 || agent_children (false) == 0)
             return;
         nanosleep (&ts, NULL);
