@@ -710,15 +710,15 @@ json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
     res = json_pack ("{s:s s:I s:I}", "dir", dir, "files", files, "bytes",
                      bytes);
 out:
-    {
-    int fds[] = { ufd, sfd, wfd };
-    for (size_t i = 0; i < sizeof (fds) / sizeof (fds[0]); i++)
-        if (fds[i] >= 0)
-            close (fds[i]);
-    }
+    if (ufd >= 0)
+        close (ufd);
+    if (sfd >= 0)
+        close (sfd);
+    if (wfd >= 0)
+        close (wfd);
     free (m);
     return res;
-    }
+}
 
 /* The mirrors to bind for a starting job: those of its user whose
  * directory is batch in the job's frozen set and whose source is still
