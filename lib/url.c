@@ -383,7 +383,10 @@ int tier_url_item_split (const char *item, char *url, size_t usize,
     return split_at (item, eq, url, usize, path, psize);
 }
 
-struct tier_url *tier_url_parse_input (const char *text, tier_error_t *error)
+/* A URL of a stage-in or stage-out item: no http(s) query (option
+ * values end up in the job's environment and in messages, so a URL must
+ * hold no secret; a presigned URL's query is one). */
+static struct tier_url *parse_no_query (const char *text, tier_error_t *error)
 {
     struct tier_url *url;
 
@@ -394,8 +397,18 @@ struct tier_url *tier_url_parse_input (const char *text, tier_error_t *error)
         tier_errprintf (error, "%s: a query string is not allowed (URLs "
                         "show in the job's environment and in messages: "
                         "they must hold no secrets)", url->display);
-        goto error;
+        tier_url_destroy (url);
+        return NULL;
     }
+    return url;
+}
+
+struct tier_url *tier_url_parse_input (const char *text, tier_error_t *error)
+{
+    struct tier_url *url;
+
+    if (!(url = parse_no_query (text, error)))
+        return NULL;
     if (tier_url_is_prefix (url)) {
         errno = EINVAL;
         tier_errprintf (error, "%s: names a prefix or directory, not an "
@@ -442,15 +455,8 @@ struct tier_url *tier_url_parse_output (const char *text,
 {
     struct tier_url *url;
 
-    if (!(url = tier_url_parse (text, error)))
+    if (!(url = parse_no_query (text, error)))
         return NULL;
-    if (url->query) {
-        errno = EINVAL;
-        tier_errprintf (error, "%s: a query string is not allowed (URLs "
-                        "show in the job's environment and in messages: "
-                        "they must hold no secrets)", url->display);
-        goto error;
-    }
     if (!tier_url_is_prefix (url)) {
         errno = EINVAL;
         tier_errprintf (error, "%s: an output URL is a prefix: end it with "

@@ -187,6 +187,14 @@ static int register_request (char *body, size_t size, uint32_t task_id,
     return 0;
 }
 
+/* The reply's string key into buf, or "" if it has none. */
+static void reply_str (const char *reply, size_t len, const char *key,
+                       char *buf, size_t size)
+{
+    if (tier_jr_get_str (reply, len, key, buf, size) < 0)
+        buf[0] = '\0';
+}
+
 /* What the agent's reply sets up: the job's frozen policies name its
  * pipeline directories (the --tier-scratch items are their job layer;
  * refused ones are gone), batch and bind directories, the endpoint
@@ -205,28 +213,16 @@ static void take_reply (const char *reply)
                    == 0))
         (void) snprintf (tier.opts.scratch, sizeof (tier.opts.scratch), "%s",
                          scratch);
-    if (tier_jr_get_str (reply, len, "refused", tier.refused,
-                         sizeof (tier.refused))
-        < 0)
-        tier.refused[0] = '\0';
+    reply_str (reply, len, "refused", tier.refused, sizeof (tier.refused));
     /* the batch directories of the frozen set (policies and
      * --tier-batch): the interposer redirects opens under them */
-    if (tier_jr_get_str (reply, len, "batch", tier.batch_dirs,
-                         sizeof (tier.batch_dirs))
-        < 0)
-        tier.batch_dirs[0] = '\0';
-    if (tier_jr_get_str (reply, len, "bind", tier.binds, sizeof (tier.binds))
-        < 0)
-        tier.binds[0] = '\0';
-    if (tier_jr_get_str (reply, len, "stage_out", tier.policy_out,
-                         sizeof (tier.policy_out))
-        < 0)
-        tier.policy_out[0] = '\0';
+    reply_str (reply, len, "batch", tier.batch_dirs, sizeof (tier.batch_dirs));
+    reply_str (reply, len, "bind", tier.binds, sizeof (tier.binds));
+    reply_str (reply, len, "stage_out", tier.policy_out,
+               sizeof (tier.policy_out));
     /* the endpoint input directories (stage = in) */
-    if (tier_jr_get_str (reply, len, "stage_in", tier.policy_in,
-                         sizeof (tier.policy_in))
-        < 0)
-        tier.policy_in[0] = '\0';
+    reply_str (reply, len, "stage_in", tier.policy_in,
+               sizeof (tier.policy_in));
     if (tier_jr_get_bool (reply, len, "scratch_ok", &ok) == 0 && !ok) {
         tier.scratch_denied = 1;
         if (tier_jr_get_str (reply, len, "scratch_error", tier.ns_error,
