@@ -24,6 +24,7 @@
 
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/trust.h"
 #include "agent.h"
 #include "child.h"
 #include "streams.h"
@@ -42,44 +43,37 @@ static void usage (FILE *f)
              TIER_SYSCONFDIR);
 }
 
-/* A root-owned 0700 directory, created with its parents if missing; a
- * symlink or a directory owned by someone else is refused.
+/* StateDir: root's, never a symlink, in directories nobody else may
+ * change (lib/trust.h's ROOT_DIR), made 0700 with its parents if missing
+ * and kept 0700.  Returns a descriptor, or -1 with errno and a text.
  */
-static int private_dir (const char *dir)
+static int state_dir_open (const char *dir, tier_error_t *error)
 {
-    char tmp[4096];
+    const struct tier_trust rule = {
+        .kind = TIER_TRUST_ROOT_DIR,
+        .create = 0700,
+        .parents = true,
+    };
     struct stat st;
+    int fd;
 
-    (void) snprintf (tmp, sizeof (tmp), "%s", dir);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            (void) mkdir (tmp, 0755);
-            *p = '/';
-        }
-    }
-    if (mkdir (dir, 0700) < 0 && errno != EEXIST)
+    if ((fd = tier_trust_open (dir, &rule, error)) < 0)
         return -1;
-    if (lstat (dir, &st) < 0)
-        return -1;
-    if (!S_ISDIR (st.st_mode) || st.st_uid != 0) {
-        errno = EPERM;
-        return -1;
-    }
-    if ((st.st_mode & 07777) != 0700)
-        (void) chmod (dir, 0700);
-    return 0;
+    if (fstat (fd, &st) == 0 && (st.st_mode & 07777) != 0700)
+        (void) fchmod (fd, 0700);
+    return fd;
 }
 
-/* The single-instance lock and the pid file beside it. */
-static int take_lock (struct agent *a)
+/* The single-instance lock and the pid file beside it, in StateDir. */
+static int take_lock (struct agent *a, int dirfd)
 {
-    char path[4096], tmp[4200], buf[32];
+    char path[4096], buf[32];
+    const char *tmp = "tierd.pid.tmp";
     int fd, n;
 
-    (void) snprintf (path, sizeof (path), "%s/tierd.lock",
-                     a->conf->state_dir);
-    if ((fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
+    if ((fd = openat (dirfd, "tierd.lock",
+                      O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600))
+        < 0)
         return -1;
     if (flock (fd, LOCK_EX | LOCK_NB) < 0) {
         int e = errno;
@@ -89,11 +83,13 @@ static int take_lock (struct agent *a)
     }
     a->lockfd = fd;
     (void) snprintf (path, sizeof (path), "%s/tierd.pid", a->conf->state_dir);
-    (void) snprintf (tmp, sizeof (tmp), "%s.tmp", path);
     n = snprintf (buf, sizeof (buf), "%d\n", (int) getpid ());
-    if ((fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC
-                    | O_NOFOLLOW, 0644)) >= 0) {
-        if (write (fd, buf, n) != n || rename (tmp, path) < 0)
+    if ((fd = openat (dirfd, tmp,
+                      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                      0644))
+        >= 0) {
+        if (write (fd, buf, n) != n
+            || renameat (dirfd, tmp, dirfd, "tierd.pid") < 0)
             tier_log_error ("%s", path);
         close (fd);
     }
@@ -188,7 +184,7 @@ int main (int argc, char **argv)
     const char *node = NULL;
     tier_error_t error;
     char path[4096];
-    int status;
+    int status, sfd;
 
     if (parse_args (argc, argv, &a, &node, &status) < 0)
         return status;
@@ -205,12 +201,17 @@ int main (int argc, char **argv)
         tier_log_exit ("%s", error.text);
     log_setup (&a);
 
-    if (private_dir (a.conf->state_dir) < 0)
-        tier_log_errn_exit (errno, "StateDir %s (must be a root-owned "
-                            "directory)", a.conf->state_dir);
+    if ((sfd = state_dir_open (a.conf->state_dir, &error)) < 0) {
+        int e = errno;
+        tier_log (LOG_ERR, "%s", error.text);
+        tier_log_errn_exit (e,
+                            "StateDir %s (must be a root-owned "
+                            "directory)",
+                            a.conf->state_dir);
+    }
     if (!a.foreground && child_daemonize () < 0)
         tier_log_errn_exit (errno, "fork");
-    if (take_lock (&a) < 0) {
+    if (take_lock (&a, sfd) < 0) {
         if (errno == EWOULDBLOCK) {
             tier_log (LOG_INFO, "another tierd already serves node %s",
                       a.node);
@@ -219,8 +220,8 @@ int main (int argc, char **argv)
         tier_log_errn_exit (errno, "lock in %s", a.conf->state_dir);
     }
     a.slurm_uid = agent_slurm_uid (a.conf);
-    (void) snprintf (path, sizeof (path), "%s/disabled", a.conf->state_dir);
-    a.disabled = access (path, F_OK) == 0;
+    a.disabled = faccessat (sfd, "disabled", F_OK, 0) == 0;
+    close (sfd);
     (void) snprintf (path, sizeof (path), "%s/registry", a.conf->state_dir);
     if (!(a.store = store_open (path, STORE_MAPSIZE_DEFAULT, &error)))
         tier_log_exit ("%s", error.text);

@@ -39,6 +39,7 @@
 
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/trust.h"
 #include "agent.h"
 #include "child.h"
 #include "streams.h"
@@ -52,39 +53,36 @@ static struct {
 } watches[WATCH_MAX];
 static int nwatches;
 
-/* The socket directory: root-owned 0755, never a symlink; created if
- * missing (with its parents), refused if someone else made it.
+/* The socket directory: root-owned 0755, never a symlink, in directories
+ * nobody else may change (lib/trust.h's ROOT_DIR); created if missing
+ * (with its parents), refused if someone else made it.
  */
 static int socket_dir (const char *dir, tier_error_t *error)
 {
+    enum tier_trust_why why;
+    const struct tier_trust rule = {
+        .kind = TIER_TRUST_ROOT_DIR,
+        .create = 0755,
+        .parents = true,
+        .why = &why,
+    };
+    tier_error_t e;
     struct stat st;
+    int fd;
 
-    if (lstat (dir, &st) < 0) {
-        char tmp[4096];
-        if (errno != ENOENT)
-            return tier_errprintf (error, "%s: %s", dir, strerror (errno));
-        (void) snprintf (tmp, sizeof (tmp), "%s", dir);
-        for (char *p = tmp + 1; *p; p++) {
-            if (*p == '/') {
-                *p = '\0';
-                (void) mkdir (tmp, 0755);
-                *p = '/';
-            }
-        }
-        if (mkdir (dir, 0755) < 0 && errno != EEXIST)
-            return tier_errprintf (error, "%s: %s", dir, strerror (errno));
-        if (lstat (dir, &st) < 0)
-            return tier_errprintf (error, "%s: %s", dir, strerror (errno));
+    if ((fd = tier_trust_open (dir, &rule, &e)) < 0) {
+        if (errno == EPERM && why != TIER_TRUST_PARENT)
+            return tier_errprintf (error,
+                                   "%s: must be a directory owned by "
+                                   "root and not writable by others (a "
+                                   "symlink or a directory made by someone "
+                                   "else is refused)",
+                                   dir);
+        return tier_errprintf (error, "%s", e.text);
     }
-    if (!S_ISDIR (st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
-        errno = EPERM;
-        return tier_errprintf (error, "%s: must be a directory owned by root "
-                               "and not writable by others (a symlink or a "
-                               "directory made by someone else is refused)",
-                               dir);
-    }
-    if ((st.st_mode & 07777) != 0755)
-        (void) chmod (dir, 0755);
+    if (fstat (fd, &st) == 0 && (st.st_mode & 07777) != 0755)
+        (void) fchmod (fd, 0755);
+    close (fd);
     return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "paths.h"
+#include "trust.h"
 #include "units.h"
 #include "conf.h"
 
@@ -583,6 +584,37 @@ int tier_conf_parse (struct tier_conf *conf, const char *text,
     return 0;
 }
 
+/* The file root code reads: lib/trust.h's ROOT_FILE (a relative path is
+ * taken from the working directory). */
+static int open_trusted (const char *path, tier_error_t *error)
+{
+    enum tier_trust_why why;
+    const struct tier_trust rule = { .kind = TIER_TRUST_ROOT_FILE,
+                                     .why = &why };
+    char cwd[PATH_MAX], abs[PATH_MAX];
+    tier_error_t e;
+    int fd;
+
+    if (path[0] != '/' && !tier_path_has_dotdot (path)
+        && getcwd (cwd, sizeof (cwd))
+        && tier_path_absolute (path, cwd, abs, sizeof (abs)) == 0)
+        path = abs;
+    if ((fd = tier_trust_open (path, &rule, &e)) >= 0)
+        return fd;
+    if (errno == EPERM && why == TIER_TRUST_TYPE) {
+        errno = EINVAL;
+        return tier_errprintf (error, "%s: not a regular file", path);
+    }
+    if (errno == EPERM && (why == TIER_TRUST_OWNER || why == TIER_TRUST_MODE))
+        return tier_errprintf (error,
+                               "%s: must be owned by root and "
+                               "writable by root only",
+                               path);
+    if (errno == EPERM || errno == EINVAL)
+        return tier_errprintf (error, "%s", e.text);
+    return tier_errprintf (error, "%s: %s", path, strerror (errno));
+}
+
 int tier_conf_load (struct tier_conf *conf, const char *path,
                     bool check_owner, tier_error_t *error)
 {
@@ -591,8 +623,12 @@ int tier_conf_load (struct tier_conf *conf, const char *path,
     size_t len = 0;
     int fd, rc = -1;
 
-    if ((fd = open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
-        return tier_errprintf (error, "%s: %s", path, strerror (errno));
+    if (check_owner)
+        fd = open_trusted (path, error);
+    else if ((fd = open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+        tier_errprintf (error, "%s: %s", path, strerror (errno));
+    if (fd < 0)
+        return -1;
     if (fstat (fd, &st) < 0) {
         tier_errprintf (error, "%s: %s", path, strerror (errno));
         goto out;
@@ -600,12 +636,6 @@ int tier_conf_load (struct tier_conf *conf, const char *path,
     if (!S_ISREG (st.st_mode)) {
         errno = EINVAL;
         tier_errprintf (error, "%s: not a regular file", path);
-        goto out;
-    }
-    if (check_owner && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
-        errno = EPERM;
-        tier_errprintf (error, "%s: must be owned by root and writable by "
-                        "root only", path);
         goto out;
     }
     if (st.st_size > CONF_FILE_MAX) {

@@ -82,9 +82,10 @@ void tier_conf_destroy (struct tier_conf *conf);
 int tier_conf_parse (struct tier_conf *conf, const char *text,
                      const char *name, tier_error_t *error);
 
-/* Read and parse path.  With check_owner, the file must be a regular file
- * owned by root and not writable by group or others (root code must not
- * take configuration from a file a user could change).
+/* Read and parse path.  With check_owner, it is opened under lib/trust.h's
+ * ROOT_FILE rule: a regular file owned by root and not writable by group
+ * or others, no symlink, in directories nobody else may change (root
+ * code must not take configuration from a file a user could change).
  */
 int tier_conf_load (struct tier_conf *conf, const char *path,
                     bool check_owner, tier_error_t *error);

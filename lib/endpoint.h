@@ -114,7 +114,8 @@ struct tier_creds *tier_creds_parse (const char *text, const char *file,
                                      tier_error_t *error);
 
 /* Open path (no symlink), check that it is a regular file owned by uid
- * with mode 0600 or stricter, read it (at most 64 KiB) and parse it.
+ * with mode 0600 or stricter (lib/trust.h's USER_PRIVATE), read it (at
+ * most 64 KiB) and parse it.
  * errno EPERM for a file with the wrong owner or mode.
  */
 struct tier_creds *tier_creds_load (const char *path, const char *profile,

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "trust.h"
 #include "endpoint.h"
 
 #define CREDS_MAX_SIZE (64u << 10)
@@ -273,7 +274,12 @@ error:
 struct tier_creds *tier_creds_load (const char *path, const char *profile,
                                     uid_t uid, tier_error_t *error)
 {
+    enum tier_trust_why why;
+    const struct tier_trust own = { .kind = TIER_TRUST_USER_PRIVATE,
+                                    .uid = uid,
+                                    .why = &why };
     struct tier_creds *c;
+    tier_error_t e;
     struct stat st;
     char *buf;
     size_t len = 0;
@@ -297,17 +303,14 @@ struct tier_creds *tier_creds_load (const char *path, const char *profile,
         tier_errprintf (error, "%s: not a regular file: refused", path);
         goto fail;
     }
-    if (st.st_uid != uid) {
-        errno = EPERM;
-        tier_errprintf (error, "%s: owned by uid %u, not %u: refused", path,
-                        (unsigned) st.st_uid, (unsigned) uid);
-        goto fail;
-    }
-    if (st.st_mode & 077) {
-        errno = EPERM;
-        tier_errprintf (error, "%s: mode %04o lets others read it: refused "
-                        "(chmod 600 %s)", path,
-                        (unsigned) (st.st_mode & 07777), path);
+    if (tier_trust_check (fd, path, &own, &e) < 0) {
+        if (why == TIER_TRUST_MODE)
+            tier_errprintf (error,
+                            "%s: mode %04o lets others read it: "
+                            "refused (chmod 600 %s)",
+                            path, (unsigned) (st.st_mode & 07777), path);
+        else
+            tier_errprintf (error, "%s", e.text);
         goto fail;
     }
     if (st.st_size > CREDS_MAX_SIZE) {

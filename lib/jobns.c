@@ -102,134 +102,75 @@ static bool is_mountpoint (const char *path)
     return found;
 }
 
-static int mkdir_parents (const char *path)
-{
-    char tmp[PATH_MAX];
-
-    if (snprintf (tmp, sizeof (tmp), "%s", path) >= (int) sizeof (tmp)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir (tmp, 0755) < 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    }
-    return 0;
-}
-
-/* A root-owned directory that is not a symlink and that nobody else may
- * write (it may sit under a world-writable /dev/shm or /tmp).
+/* A directory of the namespace tree (NamespaceDir, a job's directory in
+ * it): root's and not writable by others, made 0700 (with its parents
+ * when parents) if missing, under lib/trust.h's parent rule.  Returns an
+ * O_RDONLY descriptor, or -1.
  */
-static int check_root_dir (const char *path, tier_error_t *error)
+static int ns_dir_open (const char *path, bool parents, tier_error_t *error)
 {
-    struct stat st;
+    enum tier_trust_why why;
+    const struct tier_trust rule = {
+        .kind = TIER_TRUST_ROOT_DIR,
+        .create = 0700,
+        .parents = parents,
+        .why = &why,
+    };
+    tier_error_t e;
+    int fd;
 
-    if (lstat (path, &st) < 0)
-        return tier_errprintf (error, "%s: %s", path, strerror (errno));
-    if (!S_ISDIR (st.st_mode) || st.st_uid != 0
-        || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-        errno = EPERM;
+    if ((fd = tier_trust_open (path, &rule, &e)) >= 0)
+        return fd;
+    if (errno == EPERM && why != TIER_TRUST_PARENT)
         return tier_errprintf (error, "%s: must be a root-owned directory "
                                "that others cannot write (a symlink or "
                                "someone else's directory is refused)", path);
-    }
-    return 0;
-}
-
-/* May a directory be a parent of a tier root?  Root's, a real directory,
- * and nobody else may rename entries in it: not writable by group or
- * others, or sticky (/dev/shm, /tmp: others may add names, never move
- * root's; a name someone else added is refused one level down).
- */
-static bool safe_parent (const struct stat *st)
-{
-    return S_ISDIR (st->st_mode) && st->st_uid == 0
-           && (!(st->st_mode & (S_IWGRP | S_IWOTH))
-               || (st->st_mode & S_ISVTX));
+    return tier_errprintf (error, "%s", e.text);
 }
 
 int tier_root_open (const char *path, tier_error_t *error)
 {
-    char tmp[PATH_MAX], *name, *next;
-    struct stat st;
-    int dfd, fd;
+    enum tier_trust_why why;
+    const struct tier_trust rule = {
+        .kind = TIER_TRUST_ROOT_DIR,
+        .create = 0700,
+        .parents = true,
+        .deny = 077,
+        .why = &why,
+    };
+    tier_error_t e;
+    int fd;
 
-    if (path[0] != '/' || tier_path_has_dotdot (path)
-        || snprintf (tmp, sizeof (tmp), "%s", path) >= (int) sizeof (tmp)) {
-        errno = EINVAL;
+    if ((fd = tier_trust_open (path, &rule, &e)) >= 0)
+        return fd;
+    if (errno == EINVAL)
         return tier_errprintf (error, "tier root %s: not an absolute path "
                                "without '..'", path);
-    }
-    if ((dfd = open ("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-        return tier_errprintf (error, "/: %s", strerror (errno));
-    for (name = tmp + 1; name; name = next) {
-        bool last;
-
-        if ((next = strchr (name, '/')))
-            *next++ = '\0';
-        while (next && *next == '/')
-            next++;
-        last = !next || !*next;
-        if (!*name || !strcmp (name, ".")) {
-            if (last)
-                break;
-            continue;
-        }
-        if (fstat (dfd, &st) < 0 || !safe_parent (&st)) {
-            close (dfd);
-            errno = EPERM;
-            return tier_errprintf (error, "tier root %s: a parent directory "
-                                   "is not root's, or others may rename "
-                                   "entries in it (refused)", path);
-        }
-        if (mkdirat (dfd, name, last ? 0700 : 0755) < 0 && errno != EEXIST) {
-            tier_errprintf (error, "tier root %s: mkdir %s: %s", path, name,
-                            strerror (errno));
-            close (dfd);
-            return -1;
-        }
-        fd = openat (dfd, name, (last ? O_RDONLY : O_PATH) | O_DIRECTORY
-                     | O_NOFOLLOW | O_CLOEXEC);
-        close (dfd);
-        if (fd < 0) {
-            int e = errno;
-            errno = e == ELOOP || e == ENOTDIR ? EPERM : e;
-            return tier_errprintf (error, "tier root %s: %s%s", path,
-                                   e == ELOOP || e == ENOTDIR
-                                   ? "a symlink or not a directory: " : "",
-                                   e == ELOOP || e == ENOTDIR
-                                   ? "refused" : strerror (e));
-        }
-        dfd = fd;
-        if (last)
-            break;
-    }
-    if (fstat (dfd, &st) < 0 || !S_ISDIR (st.st_mode) || st.st_uid != 0
-        || (st.st_mode & 077)) {
-        close (dfd);
-        errno = EPERM;
-        return tier_errprintf (error, "tier root %s must be a root-owned "
-                               "directory with mode 0700 (refused)", path);
-    }
-    return dfd;
+    if (errno != EPERM)
+        return tier_errprintf (error, "tier root %s: %s", path, e.text);
+    if (why == TIER_TRUST_PARENT)
+        return tier_errprintf (error,
+                               "tier root %s: a parent directory is "
+                               "not root's, or others may rename entries "
+                               "in it (refused)",
+                               path);
+    if (why == TIER_TRUST_LINK)
+        return tier_errprintf (error,
+                               "tier root %s: a symlink or not a "
+                               "directory: refused",
+                               path);
+    return tier_errprintf (error,
+                           "tier root %s must be a root-owned "
+                           "directory with mode 0700 (refused)",
+                           path);
 }
 
 int tier_ns_base_prepare (const char *base, tier_error_t *error)
 {
     int fd, rc = -1;
 
-    if (mkdir_parents (base) < 0
-        || (mkdir (base, 0700) < 0 && errno != EEXIST))
-        return tier_errprintf (error, "%s: %s", base, strerror (errno));
-    if (check_root_dir (base, error) < 0)
+    if ((fd = ns_dir_open (base, true, error)) < 0)
         return -1;
-    if ((fd = open (base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
-        < 0)
-        return tier_errprintf (error, "%s: %s", base, strerror (errno));
     if (flock (fd, LOCK_EX) < 0) {
         tier_errprintf (error, "%s: lock: %s", base, strerror (errno));
         goto out;
@@ -511,10 +452,9 @@ int tier_ns_create (const char *base, uint32_t job_id, uid_t uid,
 
     if (tier_ns_paths (base, job_id, dir, holder, sizeof (dir)) < 0)
         return tier_errprintf (error, "path too long");
-    if (mkdir (dir, 0700) < 0 && errno != EEXIST)
-        return tier_errprintf (error, "%s: %s", dir, strerror (errno));
-    if (check_root_dir (dir, error) < 0)
+    if ((hfd = ns_dir_open (dir, false, error)) < 0)
         return -1;
+    close (hfd);
     if ((lockfd = tier_ns_lock (base, job_id, error)) < 0)
         return -1;
     if (holder_live (holder)) {

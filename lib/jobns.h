@@ -75,8 +75,10 @@ void tier_ns_part_name (int part, const char *what, char *buf, size_t size);
  */
 int tier_root_open (const char *path, tier_error_t *error);
 
-/* Make base (created 0700 if missing, root-owned, not a symlink) a
- * private bind mount of itself, once.  Returns 0 or -1.
+/* Make base (created 0700 with its parents if missing; lib/trust.h's
+ * ROOT_DIR: root-owned, not writable by others, no symlink, its parents
+ * under the parent rule) a private bind mount of itself, once.  Returns
+ * 0 or -1.
  */
 int tier_ns_base_prepare (const char *base, tier_error_t *error);
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "trust.h"
 #include "log.h"
 
 static struct {
@@ -55,10 +56,28 @@ const char *tier_log_level_name (int level)
     return level_names[level];
 }
 
+/* Root's log file is one it relies on (lib/trust.h's ROOT_FILE: no
+ * symlink, root's, in directories nobody else may change), made 0640 if
+ * missing.  A refusal is said on the current destination. */
 static int open_file (const char *path)
 {
-    return open (path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
-                 0640);
+    const struct tier_trust rule = {
+        .kind = TIER_TRUST_ROOT_FILE,
+        .create = 0640,
+        .flags = O_WRONLY | O_APPEND,
+    };
+    tier_error_t e;
+    int fd;
+
+    if (geteuid () != 0)
+        return open (path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
+                     0640);
+    if ((fd = tier_trust_open (path, &rule, &e)) < 0) {
+        int saved = errno;
+        tier_log (LOG_ERR, "%s", e.text);
+        errno = saved;
+    }
+    return fd;
 }
 
 int tier_log_init (const char *ident, enum tier_log_dest dest,

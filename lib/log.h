@@ -15,8 +15,9 @@ enum tier_log_dest {
 
 /* Set up logging.  ident prefixes every line; level is a syslog level
  * (LOG_ERR .. LOG_DEBUG): messages above it are dropped.  For
- * TIER_LOG_FILE, path is opened for appending (O_CLOEXEC).
- * Returns 0, or -1 with errno set.
+ * TIER_LOG_FILE, path is opened for appending (O_CLOEXEC); as root under
+ * lib/trust.h's ROOT_FILE rule (a refusal is logged where logging went
+ * so far).  Returns 0, or -1 with errno set.
  */
 int tier_log_init (const char *ident, enum tier_log_dest dest,
                    const char *path, int level);

@@ -28,50 +28,62 @@ int tier_state_name_valid (const char *name)
     return 1;
 }
 
-/* Open dir (a single component) beneath dirfd as a root-owned directory
- * not writable by group or others, creating it with mode if missing.
- */
-static int root_subdir (int dirfd, const char *name, const char *shown,
-                        mode_t mode, tier_error_t *error)
+/* Word a refusal of a directory root relies on as this module always
+ * has; other errors as lib/trust.h put them. */
+static int root_dir_error (tier_error_t *error, const char *shown,
+                           enum tier_trust_why why, const tier_error_t *e)
 {
-    struct stat st;
-    int fd;
-
-    if (mkdirat (dirfd, name, mode) < 0 && errno != EEXIST)
-        return tier_errprintf (error, "%s: %s", shown, strerror (errno));
-    if ((fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                      | O_CLOEXEC)) < 0)
-        return tier_errprintf (error, "%s: %s", shown,
-                               errno == ELOOP || errno == ENOTDIR
-                               ? "not a directory (a symlink?)"
-                               : strerror (errno));
-    if (fstat (fd, &st) < 0 || st.st_uid != 0
-        || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-        close (fd);
-        errno = EPERM;
+    if (errno == EPERM && why == TIER_TRUST_LINK)
+        return tier_errprintf (error, "%s: not a directory (a symlink?)",
+                               shown);
+    if (errno == EPERM && why != TIER_TRUST_PARENT)
         return tier_errprintf (error, "%s: must be owned by root and not "
                                "writable by others", shown);
-    }
-    return fd;
+    return tier_errprintf (error, "%s", e->text);
+}
+
+/* Open name beneath the root rootfd as a root-owned directory not
+ * writable by group or others, creating it 0755 if missing. */
+static int root_subdir (int rootfd, const char *root, const char *name,
+                        tier_error_t *error)
+{
+    enum tier_trust_why why;
+    const struct tier_trust rule = {
+        .kind = TIER_TRUST_ROOT_DIR,
+        .create = 0755,
+        .why = &why,
+    };
+    char shown[PATH_MAX + 16];
+    tier_error_t e;
+    int fd;
+
+    if ((fd = tier_trust_openat (rootfd, root, name, &rule, &e)) >= 0)
+        return fd;
+    (void) snprintf (shown, sizeof (shown), "%s/%s", root, name);
+    return root_dir_error (error, shown, why, &e);
 }
 
 int tier_state_open_root (const char *root, tier_error_t *error)
 {
-    char shown[4200];
+    enum tier_trust_why why;
+    const struct tier_trust rule = {
+        .kind = TIER_TRUST_ROOT_DIR,
+        .create = 0755,
+        .why = &why,
+    };
+    tier_error_t e;
     int fd, sub;
 
     if (!root || root[0] != '/') {
         errno = EINVAL;
         return tier_errprintf (error, "SharedStateDir is not set");
     }
-    if ((fd = root_subdir (AT_FDCWD, root, root, 0755, error)) < 0)
-        return -1;
-    (void) snprintf (shown, sizeof (shown), "%s/users", root);
-    if ((sub = root_subdir (fd, "users", shown, 0755, error)) < 0)
+    if ((fd = tier_trust_open (root, &rule, &e)) < 0)
+        return root_dir_error (error, root, why, &e);
+    if ((sub = root_subdir (fd, root, "users", error)) < 0)
         goto error;
     close (sub);
-    (void) snprintf (shown, sizeof (shown), "%s/stats", root);
-    if ((sub = root_subdir (fd, "stats", shown, 0755, error)) < 0)
+    if ((sub = root_subdir (fd, root, "stats", error)) < 0)
         goto error;
     close (sub);
     return fd;
@@ -87,59 +99,58 @@ error:
 int tier_state_user_dir (int rootfd, const char *user, uid_t uid, gid_t gid,
                          tier_error_t *error)
 {
-    struct stat st;
+    enum tier_trust_why why;
+    const struct tier_trust own = {
+        .kind = TIER_TRUST_USER_PRIVATE,
+        .uid = uid,
+        .gid = gid,
+        .create = 0700,
+        .flags = O_DIRECTORY,
+        .why = &why,
+    };
+    enum tier_trust_why rwhy;
+    const struct tier_trust rootrule = { .kind = TIER_TRUST_ROOT_DIR,
+                                         .why = &rwhy };
+    tier_error_t e;
     int users, fd;
-    int made = 0;
 
     if (!tier_state_name_valid (user)) {
         errno = EINVAL;
         return tier_errprintf (error, "'%.64s' is not a usable user name",
                                user ? user : "");
     }
-    if ((users = openat (rootfd, "users", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                         | O_CLOEXEC)) < 0)
-        return tier_errprintf (error, "users: %s", strerror (errno));
-    if (mkdirat (users, user, 0700) == 0)
-        made = 1;
-    else if (errno != EEXIST) {
-        tier_errprintf (error, "users/%s: %s", user, strerror (errno));
-        close (users);
-        return -1;
-    }
-    fd = openat (users, user, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                 | O_CLOEXEC);
+    if ((users = tier_trust_openat (rootfd, "", "users", &rootrule, &e)) < 0)
+        return errno == EPERM
+                   ? root_dir_error (error, "users", rwhy, &e)
+                   : tier_errprintf (error, "users: %s", strerror (errno));
+    fd = tier_trust_openat (users, "users", user, &own, &e);
     close (users);
-    if (fd < 0)
-        return tier_errprintf (error, "users/%s: %s", user,
-                               errno == ELOOP || errno == ENOTDIR
-                               ? "not a directory (a symlink?): refused"
-                               : strerror (errno));
-    if (made && (fchown (fd, uid, gid) < 0 || fchmod (fd, 0700) < 0)) {
-        /* e.g. a root-squashed GFS: the admin must make it */
-        tier_errprintf (error, "users/%s: cannot give it to uid %u: %s "
-                        "(create it owned by the user, mode 0700)", user,
-                        (unsigned) uid, strerror (errno));
-        close (fd);
-        return -1;
-    }
-    if (fstat (fd, &st) < 0 || st.st_uid != uid || (st.st_mode & 077)) {
-        close (fd);
-        errno = EPERM;
+    if (fd >= 0)
+        return fd;
+    if (errno == EPERM && why == TIER_TRUST_LINK)
+        return tier_errprintf (error,
+                               "users/%s: not a directory (a "
+                               "symlink?): refused",
+                               user);
+    if (errno == EPERM && why)
         return tier_errprintf (error, "users/%s: must be owned by uid %u "
                                "with mode 0700; refused (made by someone "
                                "else?)", user, (unsigned) uid);
-    }
-    return fd;
+    if (errno == EPERM)
+        /* made, but not given: e.g. a root-squashed GFS */
+        return tier_errprintf (error,
+                               "%s (create it owned by the user, "
+                               "mode 0700)",
+                               e.text);
+    return tier_errprintf (error, "%s", e.text);
 }
 
 int tier_state_publish (const char *root, const char *user, uid_t uid,
                         const char *dir, const char *sub, const char *name,
                         const char *text)
 {
-    const char *comps[] = { "users", user, dir, sub, NULL };
-    char tmp[NAME_MAX + 1];
+    char tmp[NAME_MAX + 1], rel[2 * 65 + 2];
     size_t len = strlen (text);
-    struct stat st;
     int d, fd, e;
 
     if (!tier_state_name_valid (user) || !tier_state_name_valid (dir)
@@ -148,23 +159,9 @@ int tier_state_publish (const char *root, const char *user, uid_t uid,
         errno = EINVAL;
         return -1;
     }
-    if ((d = open (root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+    (void) snprintf (rel, sizeof (rel), "%s/%s", dir, sub);
+    if ((d = tier_state_user_open (root, user, uid, rel, true, NULL)) < 0)
         return -1;
-    for (int i = 0; comps[i]; i++) {
-        int nd;
-        if (i >= 2 && mkdirat (d, comps[i], 0700) < 0 && errno != EEXIST)
-            goto fail;
-        if ((nd = openat (d, comps[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                          | O_CLOEXEC)) < 0)
-            goto fail;
-        close (d);
-        d = nd;
-        /* the user's own directory, and everything below it */
-        if (i >= 1 && (fstat (d, &st) < 0 || st.st_uid != uid)) {
-            errno = EPERM;
-            goto fail;
-        }
-    }
     (void) snprintf (tmp, sizeof (tmp), ".%s.%d", name, (int) getpid ());
     if ((fd = openat (d, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
                       | O_CLOEXEC, 0600)) < 0)

@@ -76,8 +76,9 @@ int tier_state_user_dir (int rootfd, const char *user, uid_t uid, gid_t gid,
 /* Write text to ROOT/users/USER/DIR/SUB/NAME atomically (a unique
  * temporary, fsync, rename), making DIR and SUB (0700) if missing.  Called
  * with the user's credentials (a forked child), which own everything
- * from USER down: a component owned by anyone else, or a symlink, is
- * refused (EPERM, ELOOP).  Returns 0, or -1 with errno set.
+ * from USER down: opened as tier_state_user_open does, so a component
+ * owned by anyone else, open to others, or a symlink, is refused
+ * (EPERM).  Returns 0, or -1 with errno set.
  */
 int tier_state_publish (const char *root, const char *user, uid_t uid,
                         const char *dir, const char *sub, const char *name,

@@ -29,10 +29,20 @@ static bool is_dir_kind (const struct tier_trust *t)
            || (t->kind == TIER_TRUST_USER_PRIVATE && (t->flags & O_DIRECTORY));
 }
 
-static int refuse (tier_error_t *error, const char *shown, const char *why)
+/* EPERM: the rule why is broken (text says how) */
+static int refuse (const struct tier_trust *t, enum tier_trust_why why,
+                   tier_error_t *error, const char *shown, const char *text)
 {
+    if (t->why)
+        *t->why = why;
     errno = EPERM;
-    return tier_errprintf (error, "%s: %s (refused)", shown, why);
+    return tier_errprintf (error, "%s: %s (refused)", shown, text);
+}
+
+static void why_clear (const struct tier_trust *t)
+{
+    if (t->why)
+        *t->why = 0;
 }
 
 int tier_trust_check (int fd, const char *shown, const struct tier_trust *t,
@@ -41,32 +51,36 @@ int tier_trust_check (int fd, const char *shown, const struct tier_trust *t,
     struct stat st;
     bool dir = is_dir_kind (t);
 
+    why_clear (t);
     if (fstat (fd, &st) < 0)
         return tier_errprintf (error, "%s: %s", shown, strerror (errno));
     if (S_ISLNK (st.st_mode))
-        return refuse (error, shown, "a symlink");
+        return refuse (t, TIER_TRUST_LINK, error, shown, "a symlink");
     if (dir ? !S_ISDIR (st.st_mode) : !S_ISREG (st.st_mode))
-        return refuse (error, shown, dir ? "not a directory"
-                                         : "not a regular file");
+        return refuse (t, TIER_TRUST_TYPE, error, shown,
+                       dir ? "not a directory" : "not a regular file");
     switch (t->kind) {
         case TIER_TRUST_ROOT_DIR:
         case TIER_TRUST_ROOT_FILE:
             if (st.st_uid != 0 && st.st_uid != t->uid)
-                return refuse (error, shown, t->uid ? "not owned by root "
-                               "or SlurmUser" : "not owned by root");
+                return refuse (t, TIER_TRUST_OWNER, error, shown,
+                               t->uid ? "not owned by root or SlurmUser"
+                                      : "not owned by root");
             if (st.st_mode & WRITE_OTHERS)
-                return refuse (error, shown, "writable by group or others");
+                return refuse (t, TIER_TRUST_MODE, error, shown,
+                               "writable by group or others");
             break;
         case TIER_TRUST_USER_PRIVATE:
             if (st.st_uid != t->uid) {
                 char why[64];
-                (void) snprintf (why, sizeof (why), "not owned by uid %u",
-                                 (unsigned) t->uid);
-                return refuse (error, shown, why);
+                (void) snprintf (why, sizeof (why), "owned by uid %u, not %u",
+                                 (unsigned) st.st_uid, (unsigned) t->uid);
+                return refuse (t, TIER_TRUST_OWNER, error, shown, why);
             }
             if (st.st_mode & 077)
-                return refuse (error, shown, "open to group or others "
-                               "(must be 0700 or 0600)");
+                return refuse (t, TIER_TRUST_MODE, error, shown,
+                               "open to group or others (must be 0700 or "
+                               "0600)");
             break;
         default:
             errno = EINVAL;
@@ -76,7 +90,7 @@ int tier_trust_check (int fd, const char *shown, const struct tier_trust *t,
         char why[64];
         (void) snprintf (why, sizeof (why), "mode %04o has bits of %04o",
                          (unsigned) (st.st_mode & 07777), (unsigned) t->deny);
-        return refuse (error, shown, why);
+        return refuse (t, TIER_TRUST_MODE, error, shown, why);
     }
     return 0;
 }
@@ -91,21 +105,29 @@ static int check_middle (int fd, const char *shown,
 
     if (t->kind != TIER_TRUST_USER_PRIVATE) {
         struct tier_trust d = { .kind = TIER_TRUST_ROOT_DIR, .uid = t->uid };
-        return tier_trust_check (fd, shown, &d, error);
+        if (tier_trust_check (fd, shown, &d, error) < 0) {
+            if (errno == EPERM && t->why)
+                *t->why = TIER_TRUST_PARENT;
+            return -1;
+        }
+        return 0;
     }
     if (fstat (fd, &st) < 0)
         return tier_errprintf (error, "%s: %s", shown, strerror (errno));
     if (!S_ISDIR (st.st_mode) || st.st_uid != t->uid
         || (st.st_mode & WRITE_OTHERS))
-        return refuse (error, shown, "not a directory of the user's own "
-                       "that others cannot write");
+        return refuse (t, TIER_TRUST_PARENT, error, shown,
+                       "not a directory of the user's own that others "
+                       "cannot write");
     return 0;
 }
 
-static int open_error (tier_error_t *error, const char *shown, int e)
+static int open_error (const struct tier_trust *t, tier_error_t *error,
+                       const char *shown, int e)
 {
     if (e == ELOOP || e == ENOTDIR)
-        return refuse (error, shown, "a symlink or not a directory");
+        return refuse (t, TIER_TRUST_LINK, error, shown,
+                       "a symlink or not a directory");
     errno = e;
     return tier_errprintf (error, "%s: %s", shown, strerror (e));
 }
@@ -129,7 +151,7 @@ static int open_middle (int dfd, const char *name, const char *shown,
     fd = openat (dfd, name, (made ? O_RDONLY : O_PATH) | O_DIRECTORY
                  | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return open_error (error, shown, errno);
+        return open_error (t, error, shown, errno);
     if (made && user && geteuid () == 0 && fchown (fd, t->uid, t->gid) < 0) {
         tier_errprintf (error, "%s: chown to uid %u: %s", shown,
                         (unsigned) t->uid, strerror (errno));
@@ -170,7 +192,7 @@ static int open_last (int dfd, const char *name, const char *shown,
             flags |= O_NOCTTY | O_NONBLOCK;     /* never hang on a FIFO */
     }
     if ((fd = openat (dfd, name, flags, t->create)) < 0)
-        return open_error (error, shown, errno);
+        return open_error (t, error, shown, errno);
     if (!dir && !(t->flags & O_NONBLOCK) && !(flags & O_PATH))
         (void) fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK);
     if (made) {
@@ -232,10 +254,9 @@ static int walk (int dfd, char *rel, char *shown, size_t shownsize,
             if (fstat (cur, &st) < 0 || !tier_trust_safe_parent (&st)) {
                 if (cur != dfd)
                     close (cur);
-                errno = EPERM;
-                return tier_errprintf (error, "%s: a directory above it is "
-                                       "not root's, or others may rename "
-                                       "entries in it (refused)", shown);
+                return refuse (t, TIER_TRUST_PARENT, error, shown,
+                               "a directory above it is not root's, or "
+                               "others may rename entries in it");
             }
         }
         fd = next ? open_middle (cur, name, shown, t, error)
@@ -261,6 +282,7 @@ int tier_trust_open (const char *path, const struct tier_trust *t,
     char rel[PATH_MAX], shown[PATH_MAX + 1] = "";
     int root, fd;
 
+    why_clear (t);
     if (!path || path[0] != '/' || tier_path_has_dotdot (path)) {
         errno = EINVAL;
         return tier_errprintf (error, "%s: not an absolute path without "
@@ -301,6 +323,7 @@ int tier_trust_openat (int dirfd, const char *shown, const char *rel,
 {
     char buf[PATH_MAX], where[PATH_MAX + 1];
 
+    why_clear (t);
     if (!rel || !rel[0] || rel[0] == '/'
         || snprintf (buf, sizeof (buf), "%s", rel) >= (int) sizeof (buf)) {
         errno = EINVAL;

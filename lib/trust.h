@@ -29,7 +29,8 @@
  * Errors (-1 with errno and a text naming the path): EPERM for a rule
  * broken (wrong owner, writable by others, a symlink, the wrong type),
  * EINVAL for a path that is not absolute or has "..", others from the
- * system calls.
+ * system calls.  A caller that words a refusal itself (a message tests
+ * or admins know) learns which rule was broken through .why.
  */
 #ifndef TIER_TRUST_H
 #define TIER_TRUST_H
@@ -43,6 +44,15 @@ enum tier_trust_kind {
     TIER_TRUST_ROOT_DIR = 1,
     TIER_TRUST_ROOT_FILE,
     TIER_TRUST_USER_PRIVATE,
+};
+
+/* Which rule a refusal (EPERM) broke; 0 when none was. */
+enum tier_trust_why {
+    TIER_TRUST_PARENT = 1, /* a directory above the last component */
+    TIER_TRUST_LINK,       /* a symlink, or a non-directory on the way */
+    TIER_TRUST_TYPE,       /* the last component: not the kind's type */
+    TIER_TRUST_OWNER,      /* ... not owned as the kind says */
+    TIER_TRUST_MODE,       /* ... open to others, or a .deny bit */
 };
 
 struct tier_trust {
@@ -61,6 +71,7 @@ struct tier_trust {
     int flags;          /* open flags: O_PATH, O_WRONLY | O_APPEND, ...
                          * (O_RDONLY by default; O_NOFOLLOW, O_CLOEXEC,
                          * O_NOCTTY and O_DIRECTORY are added as fit) */
+    enum tier_trust_why *why; /* if set: which rule a call refused by */
 };
 
 /* Open the absolute path under the rules of t (see above). */

@@ -61,10 +61,10 @@ sources_of () {
     case $1 in
         tjson) echo lib/tjson.c ;;
         msgreader) echo lib/proto.c lib/clock.c lib/error.c ;;
-        conf) echo lib/conf.c lib/paths.c lib/units.c lib/error.c ;;
+        conf) echo lib/conf.c lib/trust.c lib/paths.c lib/units.c lib/error.c ;;
         opts) echo spank_plugin/opts.c spank_plugin/args.c \
-                  spank_plugin/submit.c lib/conf.c lib/paths.c lib/units.c lib/url.c \
-                  lib/error.c ;;
+                  spank_plugin/submit.c lib/conf.c lib/trust.c lib/paths.c \
+                  lib/units.c lib/url.c lib/error.c ;;
         names) echo agent/peer.c lib/state.c lib/counters.c lib/log.c \
                    lib/trust.c lib/paths.c lib/units.c lib/clock.c \
                    lib/error.c ;;
