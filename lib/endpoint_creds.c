@@ -139,117 +139,143 @@ static int check_values (struct tier_creds *c, tier_error_t *error)
     return 0;
 }
 
-struct tier_creds *tier_creds_parse (const char *text, const char *file,
-                                     const char *profile,
-                                     tier_error_t *error)
-{
-    struct tier_creds *c = NULL;
-    char *copy = NULL, *line, *next;
+/* Where tier_creds_parse is in the text. */
+struct parse {
+    const char *file, *profile;
     char **slot[K_COUNT];
-    int lineno = 0, in_profile = 0, any_section = 0, found = 0;
-    char *addressing = NULL;
+    int lineno;
+    bool in_profile; /* in the [profile] asked for */
+    bool any_section;
+    bool found;
+};
 
-    if (!file)
-        file = "credentials";
-    if (!profile || !*profile)
-        profile = "default";
-    if (!(c = calloc (1, sizeof (*c))) || !(c->file = strdup (file))
-        || !(c->profile = strdup (profile)) || !(copy = strdup (text)))
-        goto nomem;
-    slot[K_ACCESS] = &c->access_key;
-    slot[K_SECRET] = &c->secret_key;
-    slot[K_TOKEN] = &c->session_token;
-    slot[K_REGION] = &c->region;
-    slot[K_ENDPOINT] = &c->endpoint;
-    slot[K_ADDRESSING] = &addressing;
+/* A "[name]" line. */
+static int parse_section (struct parse *p, char *line, tier_error_t *error)
+{
+    char *end = strchr (line, ']');
+    char *name;
+
+    if (!end || end[1] != '\0')
+        return syntax (error, p->file, p->lineno, "expected '[profile]'");
+    *end = '\0';
+    name = trim (line + 1);
+    if (!*name)
+        return syntax (error, p->file, p->lineno, "empty profile name");
+    if (!strcmp (name, p->profile) && p->found)
+        return syntax (error, p->file, p->lineno, "profile [%s] appears twice",
+                       p->profile);
+    p->in_profile = !strcmp (name, p->profile);
+    p->found |= p->in_profile;
+    p->any_section = true;
+    return 0;
+}
+
+/* A "key = value" line: -1 with errno ENOMEM (and no text) if out of
+ * memory. */
+static int parse_key (struct parse *p, char *line, tier_error_t *error)
+{
+    char *eq, *key, *value;
+    int k;
+
+    if (!(eq = strchr (line, '=')))
+        return syntax (error, p->file, p->lineno,
+                       "expected 'key = value' "
+                       "(the line is not shown: it may hold a secret)");
+    *eq = '\0';
+    key = trim (line);
+    value = trim (eq + 1);
+    for (k = 0; k < K_COUNT; k++)
+        if (!strcmp (key, key_names[k]))
+            break;
+    if (k == K_COUNT)
+        return syntax (error, p->file, p->lineno,
+                       "unknown key '%.60s' "
+                       "(access_key, secret_key, session_token, region, "
+                       "endpoint, addressing)",
+                       key);
+    if (!p->any_section)
+        return syntax (error, p->file, p->lineno,
+                       "%s outside a [profile] section", key_names[k]);
+    if (*value == '\0')
+        return syntax (error, p->file, p->lineno, "%s has no value",
+                       key_names[k]);
+    if (!p->in_profile)
+        return 0;
+    if (*p->slot[k])
+        return syntax (error, p->file, p->lineno, "%s appears twice",
+                       key_names[k]);
+    if (!(*p->slot[k] = strdup (value))) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}
+
+/* The lines of copy (changed in place) into p's slots. */
+static int parse_lines (struct parse *p, char *copy, tier_error_t *error)
+{
+    char *line, *next;
 
     for (line = copy; line; line = next) {
-        char *eq, *key, *value;
-        int k;
-
-        lineno++;
+        p->lineno++;
         if ((next = strchr (line, '\n')))
             *next++ = '\0';
         line = trim (line);
         if (*line == '\0' || *line == '#' || *line == ';')
             continue;
-        if (*line == '[') {
-            char *end = strchr (line, ']');
-            char *name;
-
-            if (!end || end[1] != '\0') {
-                syntax (error, file, lineno, "expected '[profile]'");
-                goto error;
-            }
-            *end = '\0';
-            name = trim (line + 1);
-            if (!*name) {
-                syntax (error, file, lineno, "empty profile name");
-                goto error;
-            }
-            if (!strcmp (name, profile) && found) {
-                syntax (error, file, lineno, "profile [%s] appears twice",
-                        profile);
-                goto error;
-            }
-            in_profile = !strcmp (name, profile);
-            found |= in_profile;
-            any_section = 1;
-            continue;
-        }
-        if (!(eq = strchr (line, '='))) {
-            syntax (error, file, lineno, "expected 'key = value' (the line "
-                    "is not shown: it may hold a secret)");
-            goto error;
-        }
-        *eq = '\0';
-        key = trim (line);
-        value = trim (eq + 1);
-        for (k = 0; k < K_COUNT; k++)
-            if (!strcmp (key, key_names[k]))
-                break;
-        if (k == K_COUNT) {
-            syntax (error, file, lineno, "unknown key '%.60s' (access_key, "
-                    "secret_key, session_token, region, endpoint, "
-                    "addressing)", key);
-            goto error;
-        }
-        if (!any_section) {
-            syntax (error, file, lineno, "%s outside a [profile] section",
-                    key_names[k]);
-            goto error;
-        }
-        if (*value == '\0') {
-            syntax (error, file, lineno, "%s has no value", key_names[k]);
-            goto error;
-        }
-        if (!in_profile)
-            continue;
-        if (*slot[k]) {
-            syntax (error, file, lineno, "%s appears twice", key_names[k]);
-            goto error;
-        }
-        if (!(*slot[k] = strdup (value)))
-            goto nomem;
+        if ((*line == '[' ? parse_section (p, line, error)
+                          : parse_key (p, line, error))
+            < 0)
+            return -1;
     }
-    if (!found) {
+    if (!p->found) {
         errno = ENOENT;
-        tier_errprintf (error, "%s: no [%s] profile", file, profile);
-        goto error;
+        return tier_errprintf (error, "%s: no [%s] profile", p->file,
+                               p->profile);
     }
-    if (addressing) {
-        if (!strcmp (addressing, "path"))
-            c->addressing = TIER_S3_ADDR_PATH;
-        else if (!strcmp (addressing, "virtual"))
-            c->addressing = TIER_S3_ADDR_VIRTUAL;
-        else {
-            errno = EINVAL;
-            tier_errprintf (error, "%s: [%s]: addressing '%.20s' is not "
-                            "path or virtual", file, profile, addressing);
-            goto error;
-        }
+    return 0;
+}
+
+static int set_addressing (struct tier_creds *c, const char *addressing,
+                           tier_error_t *error)
+{
+    if (!addressing)
+        return 0;
+    if (!strcmp (addressing, "path"))
+        c->addressing = TIER_S3_ADDR_PATH;
+    else if (!strcmp (addressing, "virtual"))
+        c->addressing = TIER_S3_ADDR_VIRTUAL;
+    else {
+        errno = EINVAL;
+        return tier_errprintf (error,
+                               "%s: [%s]: addressing '%.20s' is not "
+                               "path or virtual",
+                               c->file, c->profile, addressing);
     }
-    if (check_values (c, error) < 0) {
+    return 0;
+}
+
+struct tier_creds *tier_creds_parse (const char *text, const char *file,
+                                     const char *profile, tier_error_t *error)
+{
+    struct tier_creds *c = NULL;
+    char *copy = NULL, *addressing = NULL;
+    struct parse p = { .file = file ? file : "credentials",
+                       .profile = profile && *profile ? profile : "default" };
+
+    file = p.file;
+    if (!(c = calloc (1, sizeof (*c))) || !(c->file = strdup (p.file))
+        || !(c->profile = strdup (p.profile)) || !(copy = strdup (text)))
+        goto nomem;
+    p.slot[K_ACCESS] = &c->access_key;
+    p.slot[K_SECRET] = &c->secret_key;
+    p.slot[K_TOKEN] = &c->session_token;
+    p.slot[K_REGION] = &c->region;
+    p.slot[K_ENDPOINT] = &c->endpoint;
+    p.slot[K_ADDRESSING] = &addressing;
+    if (parse_lines (&p, copy, error) < 0
+        || set_addressing (c, addressing, error) < 0
+        || check_values (c, error) < 0) {
         if (errno == ENOMEM)
             goto nomem;
         goto error;
@@ -296,12 +322,12 @@ struct tier_creds *tier_creds_load (const char *path, const char *profile,
     }
     if (fstat (fd, &st) < 0) {
         tier_errprintf (error, "%s: %s", path, strerror (errno));
-        goto fail;
+        goto error;
     }
     if (!S_ISREG (st.st_mode)) {
         errno = EPERM;
         tier_errprintf (error, "%s: not a regular file: refused", path);
-        goto fail;
+        goto error;
     }
     if (tier_trust_check (fd, path, &own, &e) < 0) {
         if (why == TIER_TRUST_MODE)
@@ -311,17 +337,17 @@ struct tier_creds *tier_creds_load (const char *path, const char *profile,
                             path, (unsigned) (st.st_mode & 07777), path);
         else
             tier_errprintf (error, "%s", e.text);
-        goto fail;
+        goto error;
     }
     if (st.st_size > CREDS_MAX_SIZE) {
         errno = EFBIG;
         tier_errprintf (error, "%s: larger than %u bytes", path,
                         CREDS_MAX_SIZE);
-        goto fail;
+        goto error;
     }
     if (!(buf = malloc ((size_t) st.st_size + 1))) {
         tier_errprintf (error, "%s: out of memory", path);
-        goto fail;
+        goto error;
     }
     while (len < (size_t) st.st_size) {
         ssize_t n = read (fd, buf + len, (size_t) st.st_size - len);
@@ -334,7 +360,7 @@ struct tier_creds *tier_creds_load (const char *path, const char *profile,
             tier_errprintf (error, "%s: %s", path, strerror (errno));
             explicit_bzero (buf, len);
             free (buf);
-            goto fail;
+            goto error;
         }
         len += (size_t) n;
     }
@@ -344,13 +370,12 @@ struct tier_creds *tier_creds_load (const char *path, const char *profile,
     explicit_bzero (buf, len);
     free (buf);
     return c;
-fail:
-    {
-        int saved = errno;
+error : {
+    int saved = errno;
 
-        close (fd);
-        errno = saved;
-    }
+    close (fd);
+    errno = saved;
+}
     return NULL;
 }
 

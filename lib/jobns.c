@@ -291,24 +291,24 @@ int tier_ns_write (const char *base, uint32_t job_id, const char *name,
                      (long long) tier_now_ns ());
     if ((fd = openat (dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC
                       | O_NOFOLLOW, 0600)) < 0)
-        goto fail;
+        goto error;
     if (write (fd, text, len) != (ssize_t) len) {
         e = errno ? errno : EIO;
         close (fd);
         (void) unlinkat (dfd, tmp, 0);
         errno = e;
-        goto fail;
+        goto error;
     }
     close (fd);
     if (renameat (dfd, tmp, dfd, name) < 0) {
         e = errno;
         (void) unlinkat (dfd, tmp, 0);
         errno = e;
-        goto fail;
+        goto error;
     }
     close (dfd);
     return 0;
-fail:
+error:
     e = errno;
     close (dfd);
     errno = e;
@@ -362,19 +362,19 @@ int tier_ns_read (const char *base, uint32_t job_id, const char *name,
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            goto fail;
+            goto error;
         if (n == 0)
             break;
         got += (size_t) n;
         if (got == size) {
             errno = EFBIG;
-            goto fail;
+            goto error;
         }
     }
     close (fd);
     buf[got] = '\0';
     return 0;
-fail:
+error:
     e = errno;
     close (fd);
     errno = e;

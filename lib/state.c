@@ -165,24 +165,24 @@ int tier_state_publish (const char *root, const char *user, uid_t uid,
     (void) snprintf (tmp, sizeof (tmp), ".%s.%d", name, (int) getpid ());
     if ((fd = openat (d, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
                       | O_CLOEXEC, 0600)) < 0)
-        goto fail;
+        goto error;
     if (write (fd, text, len) != (ssize_t) len || fsync (fd) < 0) {
         e = errno;
         close (fd);
         (void) unlinkat (d, tmp, 0);
         errno = e;
-        goto fail;
+        goto error;
     }
     close (fd);
     if (renameat (d, tmp, d, name) < 0) {
         e = errno;
         (void) unlinkat (d, tmp, 0);
         errno = e;
-        goto fail;
+        goto error;
     }
     close (d);
     return 0;
-fail:
+error:
     e = errno;
     close (d);
     errno = e;

@@ -221,8 +221,7 @@ static void take_reply (const char *reply)
     reply_str (reply, len, "stage_out", tier.policy_out,
                sizeof (tier.policy_out));
     /* the endpoint input directories (stage = in) */
-    reply_str (reply, len, "stage_in", tier.policy_in,
-               sizeof (tier.policy_in));
+    reply_str (reply, len, "stage_in", tier.policy_in, sizeof (tier.policy_in));
     if (tier_jr_get_bool (reply, len, "scratch_ok", &ok) == 0 && !ok) {
         tier.scratch_denied = 1;
         if (tier_jr_get_str (reply, len, "scratch_error", tier.ns_error,
