@@ -66,9 +66,11 @@ struct migrate_spec {
 };
 
 /* NvdimmDir/.outbox/JOB.RESTART (k < 0) or .../K/upper, the write cache
- * of output directory k.  -1 with ENAMETOOLONG. */
-int migrate_outbox_path (const struct tier_conf *conf, uint32_t job_id,
-                         uint32_t restart, int k, char *buf, size_t size);
+ * of output directory k, opened: the directories above the upper are
+ * root's and only root may enter them (lib/trust.h), the upper is not
+ * followed if a symlink.  -1 with errno if it is not there. */
+int migrate_outbox_open (const struct tier_conf *conf, uint32_t job_id,
+                         uint32_t restart, int k);
 
 /* The walks of a write cache (the migrator's, the watch's, the check
  * before an outbox goes), always beneath a descriptor: directory dfd as

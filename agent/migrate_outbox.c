@@ -27,24 +27,54 @@
 #include "lib/jobns.h"
 #include "lib/log.h"
 #include "lib/paths.h"
+#include "lib/trust.h"
 #include "migrate.h"
 
-int migrate_outbox_path (const struct tier_conf *conf, uint32_t job_id,
-                         uint32_t restart, int k, char *buf, size_t size)
+/* NvdimmDir, and rel beneath it: directories only root may enter
+ * (lib/trust.h's ROOT_DIR, nothing for group or others), as the plugin
+ * makes them (spank_plugin/ns.c's mount_outbox). */
+static int outbox_dir (const struct tier_conf *conf, const char *rel,
+                       tier_error_t *error)
 {
-    int n;
+    static const struct tier_trust rule = { .kind = TIER_TRUST_ROOT_DIR,
+                                            .deny = 077 };
+    int rootfd, fd;
+
+    if ((rootfd = tier_trust_open (conf->nvdimm_dir, &rule, error)) < 0
+        || !rel[0])
+        return rootfd;
+    fd = tier_trust_openat (rootfd, conf->nvdimm_dir, rel, &rule, error);
+    {
+        int e = errno;
+        close (rootfd);
+        errno = e;
+    }
+    return fd;
+}
+
+int migrate_outbox_open (const struct tier_conf *conf, uint32_t job_id,
+                         uint32_t restart, int k)
+{
+    char rel[64];
+    tier_error_t e;
+    int fd, upfd;
 
     if (k < 0)
-        n = snprintf (buf, size, "%s/.outbox/%u.%u", conf->nvdimm_dir, job_id,
-                      restart);
+        (void) snprintf (rel, sizeof (rel), ".outbox/%u.%u", job_id, restart);
     else
-        n = snprintf (buf, size, "%s/.outbox/%u.%u/%d/upper", conf->nvdimm_dir,
-                      job_id, restart, k);
-    if (n < 0 || (size_t) n >= size) {
-        errno = ENAMETOOLONG;
-        return -1;
+        (void) snprintf (rel, sizeof (rel), ".outbox/%u.%u/%d", job_id, restart,
+                         k);
+    if ((fd = outbox_dir (conf, rel, &e)) < 0 || k < 0)
+        return fd;
+    /* the upper: the job's, as its output directory is */
+    upfd = openat (fd, "upper",
+                   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    {
+        int e2 = errno;
+        close (fd);
+        errno = e2;
     }
-    return 0;
+    return upfd;
 }
 
 /* ---------------------------------------------------------- dirs.json */
@@ -121,22 +151,37 @@ int migrate_outbox_parse_dirs (json_t *dirs, json_t *urls,
 
 int migrate_outbox_write_dirs (struct agent *a, const struct mig *g)
 {
-    char path[PATH_MAX + 16];
+    static const char tmp[] = "dirs.json.tmp";
     json_t *arr = json_array (), *urls = json_array (), *o = NULL;
-    int rc = -1;
+    char *text = NULL;
+    int rc = -1, dfd = -1, fd = -1;
 
     for (int k = 0; arr && urls && k < g->spec.ndirs; k++) {
         json_array_append_new (arr, json_string (g->spec.gfs[k]));
         json_array_append_new (urls, json_string (g->spec.url[k]));
     }
-    if (migrate_outbox_path (a->conf, g->job_id, g->restart, -1, path,
-                             sizeof (path) - 16)
-            == 0
-        && arr && urls) {
-        strcat (path, "/dirs.json");
-        o = json_pack ("{s:O s:O}", "dirs", arr, "urls", urls);
-        rc = o ? json_dump_file (o, path, JSON_COMPACT) : -1;
-    }
+    if (!arr || !urls
+        || !(o = json_pack ("{s:O s:O}", "dirs", arr, "urls", urls))
+        || !(text = json_dumps (o, JSON_COMPACT)))
+        goto out;
+    /* temp + rename: a restarted agent reads it whole or not at all */
+    if ((dfd = migrate_outbox_open (a->conf, g->job_id, g->restart, -1)) < 0
+        || (fd = openat (dfd, tmp,
+                         O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                         0600))
+               < 0)
+        goto out;
+    if (write (fd, text, strlen (text)) != (ssize_t) strlen (text)
+        || fsync (fd) < 0 || renameat (dfd, tmp, dfd, "dirs.json") < 0)
+        (void) unlinkat (dfd, tmp, 0);
+    else
+        rc = 0;
+out:
+    if (fd >= 0)
+        close (fd);
+    if (dfd >= 0)
+        close (dfd);
+    free (text);
     json_decref (o);
     json_decref (arr);
     json_decref (urls);
@@ -190,16 +235,10 @@ int migrate_outbox_missing (struct agent *a, const struct mig *g, char *first,
                             size_t size)
 {
     struct verify_ctx vc = { .a = a, .g = g };
-    char path[PATH_MAX];
 
     for (int k = 0; k < g->spec.ndirs; k++) {
         int fd;
-        if (migrate_outbox_path (a->conf, g->job_id, g->restart, k, path,
-                                 sizeof (path))
-                < 0
-            || (fd = open (path,
-                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
-                   < 0)
+        if ((fd = migrate_outbox_open (a->conf, g->job_id, g->restart, k)) < 0)
             continue;
         vc.k = k;
         verify_walk (&vc, fd, "", 0);
@@ -211,15 +250,12 @@ int migrate_outbox_missing (struct agent *a, const struct mig *g, char *first,
 
 void migrate_outbox_remove (struct agent *a, const struct mig *g)
 {
-    char path[PATH_MAX], name[64];
+    char name[64];
     tier_error_t e;
     int fd;
 
-    (void) snprintf (path, sizeof (path), "%.2048s/.outbox",
-                     a->conf->nvdimm_dir);
     (void) snprintf (name, sizeof (name), "%u.%u", g->job_id, g->restart);
-    if ((fd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
-        >= 0) {
+    if ((fd = outbox_dir (a->conf, ".outbox", &e)) >= 0) {
         if (tier_rmtree_at (fd, name, &e) < 0)
             tier_log (LOG_WARNING, "job %u: outbox: %s", g->job_id, e.text);
         close (fd);
@@ -249,23 +285,41 @@ static int parse_name (const char *name, uint32_t *job_id, uint32_t *restart)
     return 0;
 }
 
-static void outbox_found (struct agent *a, const char *dir, const char *name,
-                          migrate_outbox_f fn)
+/* dirs.json of the outbox name beneath boxfd, or NULL. */
+static json_t *load_dirs (int boxfd, const char *shown, const char *name)
 {
-    char path[PATH_MAX + 300];
+    static const struct tier_trust rule = { .kind = TIER_TRUST_ROOT_DIR,
+                                            .deny = 077 };
+    json_error_t jerr;
+    json_t *dirs = NULL;
+    tier_error_t e;
+    int jfd, fd;
+
+    if ((jfd = tier_trust_openat (boxfd, shown, name, &rule, &e)) < 0)
+        return NULL;
+    if ((fd = openat (jfd, "dirs.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC))
+        >= 0) {
+        dirs = json_loadfd (fd, 0, &jerr);
+        close (fd);
+    }
+    close (jfd);
+    return dirs;
+}
+
+static void outbox_found (struct agent *a, int boxfd, const char *dir,
+                          const char *name, migrate_outbox_f fn)
+{
     struct migrate_spec s;
     struct store_job job;
     uint32_t id, rst;
-    json_error_t jerr;
     tier_error_t e;
     json_t *dirs;
 
     if (parse_name (name, &id, &rst) < 0)
         return;
-    (void) snprintf (path, sizeof (path), "%s/%s/dirs.json", dir, name);
     memset (&s, 0, sizeof (s));
     if (store_job_get (a->store, id, rst, &job, &e) < 0
-        || !(dirs = json_load_file (path, 0, &jerr))) {
+        || !(dirs = load_dirs (boxfd, dir, name))) {
         tier_log (LOG_WARNING,
                   "outbox %s/%s: no job record or no "
                   "directories: left for the administrator",
@@ -281,13 +335,22 @@ void migrate_outbox_foreach (struct agent *a, migrate_outbox_f fn)
 {
     char path[PATH_MAX];
     struct dirent *de;
+    tier_error_t e;
+    int boxfd, fd;
     DIR *d;
 
     (void) snprintf (path, sizeof (path), "%.2048s/.outbox",
                      a->conf->nvdimm_dir);
-    if (!(d = opendir (path)))
+    if ((boxfd = outbox_dir (a->conf, ".outbox", &e)) < 0)
         return;
+    if ((fd = dup (boxfd)) < 0 || !(d = fdopendir (fd))) {
+        if (fd >= 0)
+            close (fd);
+        close (boxfd);
+        return;
+    }
     while ((de = readdir (d)))
-        outbox_found (a, path, de->d_name, fn);
+        outbox_found (a, boxfd, path, de->d_name, fn);
     closedir (d);
+    close (boxfd);
 }

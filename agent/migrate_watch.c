@@ -100,15 +100,9 @@ static void aw_walk (struct mig *g, int k, int dfd, const char *rel, int depth)
 
 void migrate_watch_tree (struct agent *a, struct mig *g, int k, const char *rel)
 {
-    char path[PATH_MAX];
     int rootfd, fd;
 
-    if (migrate_outbox_path (a->conf, g->job_id, g->restart, k, path,
-                             sizeof (path))
-            < 0
-        || (rootfd = open (path,
-                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
-               < 0)
+    if ((rootfd = migrate_outbox_open (a->conf, g->job_id, g->restart, k)) < 0)
         return;
     fd = rel[0] ? tier_path_open_beneath (rootfd, rel, O_RDONLY | O_DIRECTORY,
                                           0, TIER_BENEATH_NO_SYMLINKS)

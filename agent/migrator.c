@@ -491,18 +491,12 @@ int migrator_as_root (void *arg)
 {
     struct migrator_arg *ma = arg;
     const struct migrate_spec *s = ma->spec;
-    char path[PATH_MAX];
 
-    for (int k = 0; k < s->ndirs; k++) {
-        ma->upperfd[k] = -1;
+    for (int k = 0; k < s->ndirs; k++)
         /* a write cache that is gone is reported once the channel can
          * say so (migrator_main) */
-        if (migrate_outbox_path (ma->conf, s->job_id, s->restart, k, path,
-                                 sizeof (path))
-            == 0)
-            ma->upperfd[k] = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                                             | O_CLOEXEC);
-    }
+        ma->upperfd[k] = migrate_outbox_open (ma->conf, s->job_id, s->restart,
+                                              k);
     return 0;
 }
 
