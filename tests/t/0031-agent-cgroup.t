@@ -32,7 +32,8 @@ test_expect_success CGROUP1 'the agent that job started survived it, outside eve
 test_expect_success CGROUP1 'kill -9: the supervisor brings the agent back, with its registry' '
     old=$(agent_pid n1) && kill -9 $old &&
     wait_for 20 sh -c "p=\$(cat $CLUSTER/state/n1/tierd.pid); [ \"\$p\" != $old ] && kill -0 \$p" &&
-    $TIERCTL -N n1 jobs | grep -q "^$id "
+    # the pid file comes before the socket listens: ask until it answers
+    wait_for 20 sh -c "$TIERCTL -N n1 jobs | grep -q \"^$id \""
 '
 test_expect_success CGROUP1 'no node is drained' '! sinfo -h -R | grep .'
 test_expect_success CGROUP1 'tier-cluster stop leaves no process of the cluster' '
