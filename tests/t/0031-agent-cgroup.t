@@ -12,6 +12,9 @@ test_expect_success CGROUP1 'start a cluster with proctrack/cgroup (cgroup v1)' 
 TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
 agent_pid () { cat "$CLUSTER/state/$1/tierd.pid" 2>/dev/null; }
 agent_alive () { p=$(agent_pid "$1") && [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+# gone PID: exited (a zombie counts: its parent, the supervisor, may be
+# stopped before it reaps it)
+gone () { ! kill -0 "$1" 2>/dev/null || grep -q "^State:.*Z" "/proc/$1/status" 2>/dev/null; }
 
 test_expect_success CGROUP1 'the supervisor started an agent on every node' '
     wait_for 20 agent_alive n1 && wait_for 20 agent_alive n2 &&
@@ -19,7 +22,7 @@ test_expect_success CGROUP1 'the supervisor started an agent on every node' '
 '
 test_expect_success CGROUP1 'a job started by the plugin runs with the agent' '
     p=$(agent_pid n1) && kill -TERM $p && kill -STOP $(cat "$CLUSTER/run/supervisor-n1.dpid") &&
-    wait_for 10 sh -c "! kill -0 $p 2>/dev/null" &&
+    wait_for 10 gone $p &&
     id=$(sbatch_wait alice -w n1 --tier-cache=auto -o cg.out --wrap "echo TIER \$TIER_JOB_ID; cat /proc/self/cgroup") &&
     cat "$GFS/home/alice/cg.out" && grep -q "TIER $id" "$GFS/home/alice/cg.out" &&
     grep -q "job_$id" "$GFS/home/alice/cg.out"
