@@ -35,7 +35,6 @@
 #include "agent/agent.h"
 
 #define SAFETY_MS 10000
-#define MAX_FDS 256
 #define MAX_MSGS 256
 
 /* ------------------------------------------------ the test's channel */
@@ -287,8 +286,8 @@ static void agent_fini (struct agent *a)
 }
 
 /* server.c's loop, in small: reap, tick, wait for the channels.  Runs
- * until r->done; past SAFETY_MS the child is killed (and the test fails
- * on what on_done saw). */
+ * until r->done; past SAFETY_MS the child is killed with SIGTERM (and the
+ * test fails on what on_done saw). */
 static void run (struct agent *a, struct child *c, struct rec *r)
 {
     int64_t deadline = tier_now_ms () + SAFETY_MS;
@@ -305,7 +304,7 @@ static void run (struct agent *a, struct child *c, struct rec *r)
             break;
         child_tick (a);
         if (!killed && tier_now_ms () > deadline) {
-            child_kill (c, SIGKILL);
+            child_kill (c, SIGTERM); /* not child.c's SIGKILL */
             killed = true;
         }
         assert_true (tier_now_ms () < deadline + SAFETY_MS);
@@ -821,6 +820,102 @@ static void test_send_echo (void **state)
     agent_fini (&a);
 }
 
+/* More than the socket holds: the rest waits for EPOLLOUT (child_event). */
+static void test_send_large (void **state)
+{
+    struct agent a;
+    struct child_spec s;
+    struct child *c;
+    struct rec r;
+    int n = 8;
+    char *big = malloc (100001);
+
+    (void) state;
+    assert_non_null (big);
+    memset (big, 'x', 100000);
+    big[100000] = '\0';
+    agent_init (&a);
+    spec_init (&s, child_echo, &n);
+    c = start (&a, &s, &r);
+    for (int k = 0; k < n; k++)
+        assert_int_equal (child_send (c, TC_ECHO,
+                                      json_pack ("{s:i, s:s}", "n", k, "s",
+                                                 big),
+                                      NULL, 0),
+                          0);
+    run (&a, c, &r);
+    assert_true (WIFEXITED (r.status) && WEXITSTATUS (r.status) == 0);
+    assert_int_equal (r.nmsg, n);
+    for (int k = 0; k < n; k++) {
+        assert_int_equal (json_integer_value (json_object_get (r.bodies[k],
+                                                               "n")),
+                          k);
+        assert_string_equal (json_string_value (json_object_get (r.bodies[k],
+                                                                 "s")),
+                             big);
+    }
+    free (big);
+    rec_fini (&r);
+    agent_fini (&a);
+}
+
+static int child_close_then_sleep (void *arg, int chan)
+{
+    close (chan);
+    return child_sleep (arg, -1);
+}
+
+/* A child that does not read: ENOBUFS; one whose channel closed: EPIPE. */
+static void test_send_refused (void **state)
+{
+    struct agent a;
+    struct child_spec s;
+    struct child *c;
+    struct rec r;
+    char *big = malloc (100001);
+    int rc = 0, k;
+
+    (void) state;
+    assert_non_null (big);
+    memset (big, 'x', 100000);
+    big[100000] = '\0';
+    agent_init (&a);
+    spec_init (&s, child_sleep, NULL);
+    c = start (&a, &s, &r);
+    for (k = 0; k < 100 && rc == 0; k++)
+        rc = child_send (c, TC_ECHO, json_pack ("{s:s}", "s", big), NULL, 0);
+    assert_int_equal (rc, -1);
+    assert_int_equal (errno, ENOBUFS);
+    assert_true (k > 1);
+    child_kill (c, SIGKILL);
+    run (&a, c, &r);
+    assert_true (killed_by_sigkill (r.status));
+    assert_int_equal (r.why, 0);
+    rec_fini (&r);
+
+    spec_init (&s, child_close_then_sleep, NULL);
+    c = start (&a, &s, &r);
+    {
+        int64_t deadline = tier_now_ms () + SAFETY_MS;
+        rc = 0;
+        while (rc == 0 && tier_now_ms () < deadline) {
+            rc = child_send (c, TC_ECHO, json_pack ("{s:i}", "n", 1), NULL, 0);
+            (void) usleep (10000);
+        }
+    }
+    assert_int_equal (rc, -1);
+    assert_int_equal (errno, EPIPE);
+    errno = 0;
+    assert_int_equal (child_send (c, TC_ECHO, NULL, NULL, 0), -1);
+    assert_int_equal (errno, EPIPE);
+    child_kill (c, SIGKILL);
+    run (&a, c, &r);
+    assert_true (killed_by_sigkill (r.status));
+    free (big);
+    rec_fini (&r);
+    agent_fini (&a);
+}
+
 int main (int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -836,6 +931,8 @@ int main (int argc, char **argv)
         cmocka_unit_test (test_call_timeout),
         cmocka_unit_test (test_call_no_answer),
         cmocka_unit_test (test_send_echo),
+        cmocka_unit_test (test_send_large),
+        cmocka_unit_test (test_send_refused),
     };
     char *end;
 
