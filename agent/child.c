@@ -433,7 +433,7 @@ int child_call (struct agent *a, const struct child_spec *spec,
 {
     int64_t deadline = tier_now_ms () + timeout_ms;
     struct child *c;
-    int rc, st = 0;
+    int rc, rerr, st = 0;
 
     if (!(c = child_new (a, spec, error)))
         return -1;
@@ -444,27 +444,36 @@ int child_call (struct agent *a, const struct child_spec *spec,
     }
     rc = chmsg_recv (c->fd, spec->proto, type, body, fds, nfds, maxfds,
                      timeout_ms, error);
+    rerr = rc < 0 ? errno : 0; /* what the calls below leave is not it */
     channel_close (c);
-    if (rc < 0 && errno == ETIMEDOUT) {
+    if (rc < 0 && rerr == ETIMEDOUT) {
+        errno = ETIMEDOUT;
         (void) kill (c->pid, SIGKILL);  /* reaped with the others */
         return tier_errprintf (error, "%s did not answer within %d s",
                                spec->name, timeout_ms / 1000);
     }
     if (agent_child_wait (c->pid, &st, (int) (deadline - tier_now_ms ())
                           > 0 ? (int) (deadline - tier_now_ms ()) : 1) < 0) {
-        if (rc == 0)
+        if (rc == 0) {
             json_decref (*body);
+            *body = NULL;
+            for (int i = 0; nfds && i < *nfds; i++)
+                close (fds[i]);
+            if (nfds)
+                *nfds = 0;
+        }
         return tier_errprintf (error, "%s did not exit within %d s",
                                spec->name, timeout_ms / 1000);
     }
     child_free (c);
     if (status)
         *status = st;
-    if (rc < 0 && (errno == ECONNRESET || errno == ENODATA)) {
+    if (rc < 0 && (rerr == ECONNRESET || rerr == ENODATA)) {
         errno = ENODATA;
         return tier_errprintf (error, "%s exited without an answer (status "
                                "%d)", spec->name, st);
     }
+    errno = rerr;
     return rc;
 }
 
