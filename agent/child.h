@@ -11,8 +11,8 @@
  *      (lib/log.h: tier_log works in children) and spec->keep[];
  *   3. the process name (comm, at most 15 characters: "tierd-mig") and
  *      the full title in argv ("tierd-mig job 42.0 alice"), so that ps
- *      tells the children apart and nothing that matches the agent's
- *      command line (pkill -f) matches them;
+ *      tells the children apart and a match on the agent's command
+ *      line never finds them (tests stop the agent by its pid file);
  *   4. spec->as_root, for work that needs root before the drop (opening
  *      the write cache's directories);
  *   5. the credentials spec->cred in spec->mode, for good (lib/cred.h:

@@ -28,6 +28,16 @@ const char *chmsg_name (const struct chmsg_proto *p, int type)
     return "?";
 }
 
+int chmsg_refuse (const struct chmsg_proto *p, const char *fallback, int type,
+                  const char *why, const char *detail, tier_error_t *error)
+{
+    errno = EPROTO;
+    return tier_errprintf (error, "%s channel: message '%s' %s%s%s",
+                           p ? p->channel : fallback,
+                           p ? chmsg_name (p, type) : "?", why,
+                           detail ? ": " : "", detail ? detail : "");
+}
+
 static int type_of (const struct chmsg_proto *p, const char *name)
 {
     for (int i = 0; i < p->ntypes; i++)

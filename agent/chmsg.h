@@ -47,8 +47,16 @@ struct chmsg_proto {
     int ntypes;
 };
 
+#define CHMSG_NTYPES(t) ((int) (sizeof (t) / sizeof ((t)[0])))
+
 /* The name of type in proto ("?" if it has none). */
 const char *chmsg_name (const struct chmsg_proto *p, int type);
+
+/* A message of a known type whose body is wrong: -1 with errno EPROTO
+ * and "CHANNEL channel: message 'NAME' WHY[: DETAIL]" (p NULL: fallback
+ * names the channel).  For each *_msg.c's unpack. */
+int chmsg_refuse (const struct chmsg_proto *p, const char *fallback, int type,
+                  const char *why, const char *detail, tier_error_t *error);
 
 /* Encode {"t": NAME, "v": VERSION} + the members of body (consumed; NULL:
  * none) into a malloc'd text.  NULL with errno EINVAL (not a type of the

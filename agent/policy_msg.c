@@ -59,11 +59,7 @@ json_t *polmsg_pack (const struct polmsg *m)
 static int refuse (int type, tier_error_t *error, const char *why,
                    const char *detail)
 {
-    errno = EPROTO;
-    return tier_errprintf (error, "%s channel: message '%s' %s%s%s",
-                           polmsg_proto.channel,
-                           chmsg_name (&polmsg_proto, type), why,
-                           detail ? ": " : "", detail ? detail : "");
+    return chmsg_refuse (&polmsg_proto, NULL, type, why, detail, error);
 }
 
 int polmsg_unpack (int type, json_t *body, struct polmsg *m,

@@ -30,20 +30,18 @@ static const struct chmsg_type walk_types[] = {
     { REPMSG_WALK_ERROR, "error" },
 };
 
-#define NTYPES(t) ((int) (sizeof (t) / sizeof ((t)[0])))
-
 const struct chmsg_proto repmsg_fetch_proto = {
     .channel = "replica fetcher",
     .version = REPMSG_VERSION,
     .types = fetch_types,
-    .ntypes = NTYPES (fetch_types),
+    .ntypes = CHMSG_NTYPES (fetch_types),
 };
 
 const struct chmsg_proto repmsg_walk_proto = {
     .channel = "mirror walker",
     .version = REPMSG_VERSION,
     .types = walk_types,
-    .ntypes = NTYPES (walk_types),
+    .ntypes = CHMSG_NTYPES (walk_types),
 };
 
 const struct chmsg_proto *repmsg_proto (int type)
@@ -92,13 +90,8 @@ json_t *repmsg_pack (const struct repmsg *m)
 static int refuse (int type, tier_error_t *error, const char *why,
                    const char *detail)
 {
-    const struct chmsg_proto *p = repmsg_proto (type);
-
-    errno = EPROTO;
-    return tier_errprintf (error, "%s channel: message '%s' %s%s%s",
-                           p ? p->channel : "replica",
-                           p ? chmsg_name (p, type) : "?", why,
-                           detail ? ": " : "", detail ? detail : "");
+    return chmsg_refuse (repmsg_proto (type), "replica", type, why, detail,
+                         error);
 }
 
 static int unpack_bytes (int type, json_t *body, uint64_t max, struct repmsg *m,

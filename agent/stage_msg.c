@@ -32,27 +32,25 @@ static const struct chmsg_type unmake_types[] = {
     { STAGEMSG_REMOVED, "removed" },
 };
 
-#define NTYPES(t) ((int) (sizeof (t) / sizeof ((t)[0])))
-
 const struct chmsg_proto stagemsg_copier_proto = {
     .channel = "stage-in copier",
     .version = STAGEMSG_VERSION,
     .types = copier_types,
-    .ntypes = NTYPES (copier_types),
+    .ntypes = CHMSG_NTYPES (copier_types),
 };
 
 const struct chmsg_proto stagemsg_stager_proto = {
     .channel = "stager",
     .version = STAGEMSG_VERSION,
     .types = stager_types,
-    .ntypes = NTYPES (stager_types),
+    .ntypes = CHMSG_NTYPES (stager_types),
 };
 
 const struct chmsg_proto stagemsg_unmake_proto = {
     .channel = "mount point remover",
     .version = STAGEMSG_VERSION,
     .types = unmake_types,
-    .ntypes = NTYPES (unmake_types),
+    .ntypes = CHMSG_NTYPES (unmake_types),
 };
 
 const struct chmsg_proto *stagemsg_proto (int type)
@@ -136,12 +134,8 @@ json_t *stagemsg_pack (const struct stagemsg *m)
 
 static int refuse (int type, tier_error_t *error, const char *why)
 {
-    const struct chmsg_proto *p = stagemsg_proto (type);
-
-    errno = EPROTO;
-    return tier_errprintf (error, "%s channel: message '%s' %s",
-                           p ? p->channel : "stage-in",
-                           p ? chmsg_name (p, type) : "?", why);
+    return chmsg_refuse (stagemsg_proto (type), "stage-in", type, why, NULL,
+                         error);
 }
 
 /* json_unpack's error, as a refusal. */
