@@ -95,6 +95,9 @@ static const struct field fields[F_COUNT] = {
 
 #define B(f) (1u << (f))
 #define FILE_ID (B (F_K) | B (F_REL))
+#define INTENT \
+    (FILE_ID | B (F_OURS) | B (F_SIZE) | B (F_MTIME) | B (F_SHA256) \
+     | B (F_INO) | B (F_GFS_SIZE))
 
 struct msgdef {
     enum migmsg_dir dir;
@@ -121,6 +124,8 @@ static const struct msgdef defs[MIGMSG_NTYPES + 1] = {
                             | B (F_MTIME_NS),
                         0 },
     [MIGMSG_PART] = { MIGMSG_COMMAND, FILE_ID | B (F_N) | B (F_ETAG), 0 },
+    [MIGMSG_INTENT] = { MIGMSG_COMMAND, INTENT, 0 },
+    [MIGMSG_NOTED] = { MIGMSG_COMMAND, FILE_ID, 0 },
     [MIGMSG_READY] = { MIGMSG_RESULT, 0, 0 },
     [MIGMSG_ERROR] = { MIGMSG_RESULT, B (F_ERROR), 0 },
     [MIGMSG_DONE] = { MIGMSG_RESULT,
@@ -147,6 +152,7 @@ static const struct msgdef defs[MIGMSG_NTYPES + 1] = {
                              FILE_ID | B (F_SIZE) | B (F_MTIME) | B (F_SHA256)
                                  | B (F_US) | B (F_FIRST) | B (F_ETAG),
                              0 },
+    [MIGMSG_PUBLISHING] = { MIGMSG_RESULT, INTENT, 0 },
 };
 
 static const struct chmsg_type types[] = {
@@ -159,6 +165,8 @@ static const struct chmsg_type types[] = {
     { MIGMSG_CLAIM, "claim" },
     { MIGMSG_UPLOAD, "upload" },
     { MIGMSG_PART, "part" },
+    { MIGMSG_INTENT, "intent" },
+    { MIGMSG_NOTED, "noted" },
     { MIGMSG_READY, "ready" },
     { MIGMSG_ERROR, "error" },
     { MIGMSG_DONE, "done" },
@@ -171,6 +179,7 @@ static const struct chmsg_type types[] = {
     { MIGMSG_PART_DONE, "part_done" },
     { MIGMSG_UPLOAD_GONE, "upload_gone" },
     { MIGMSG_OBJECT_DONE, "object_done" },
+    { MIGMSG_PUBLISHING, "publishing" },
 };
 
 const struct chmsg_proto migmsg_proto = {

@@ -17,6 +17,7 @@
  *                              into place
  *   scan {k, rel}              a new directory: take what it holds
  *   quit {}                    every output is on the GFS: exit
+ *   noted {k, rel}             the answer to publishing: recorded
  * and the resume state of a restarted agent (its records), handed over
  * at the fork (struct migmsg_batch), before any command:
  *   known {k, rel, ours, ino, gfs_size, gfs_mtime, gfs_ctime, size,
@@ -25,6 +26,10 @@
  *   claim {k, rel}             an upload of the object had begun
  *   upload {k, rel, upload_id, part_size, size, mtime_ns}
  *   part {k, rel, n, etag}     a multipart upload and its parts
+ *   intent {k, rel, ours, size, mtime, sha256, ino, gfs_size}
+ *                              a publishing that was recorded, whose
+ *                              end may not be: the GFS file of inode
+ *                              ino and size gfs_size is this version
  *
  * Results (migrator -> agent):
  *   ready {}                   set up: the directories are open
@@ -43,6 +48,12 @@
  *   part_done {k, rel, n, etag}
  *   upload_gone {k, rel}       the multipart upload is finished or gone
  *   object_done {k, rel, size, mtime, sha256, us, first, etag}
+ *   publishing {k, rel, ours, size, mtime, sha256, ino, gfs_size}
+ *                              the temporary of this version is complete
+ *                              as inode ino (rename keeps it): the
+ *                              migrator renames it only once the agent
+ *                              answered noted (a crash in between leaves
+ *                              a file the next migrator knows as its own)
  *
  * Owns the wire format only: calls jansson and chmsg.h, nothing of the
  * agent, so that both ends and the unit test share it.
@@ -72,6 +83,8 @@ enum migmsg_type {
     MIGMSG_CLAIM,
     MIGMSG_UPLOAD,
     MIGMSG_PART,
+    MIGMSG_INTENT,
+    MIGMSG_NOTED,
     /* results */
     MIGMSG_READY,
     MIGMSG_ERROR,
@@ -85,8 +98,9 @@ enum migmsg_type {
     MIGMSG_PART_DONE,
     MIGMSG_UPLOAD_GONE,
     MIGMSG_OBJECT_DONE,
+    MIGMSG_PUBLISHING,
 };
-#define MIGMSG_NTYPES MIGMSG_OBJECT_DONE
+#define MIGMSG_NTYPES MIGMSG_PUBLISHING
 
 /* Who sends it. */
 enum migmsg_dir {

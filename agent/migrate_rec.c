@@ -211,6 +211,45 @@ static void count_published (struct agent *a, struct mig *g,
     ctr_add (a, job, TIER_ROLE_ENDPOINT, TIER_CTR_GFS_META_OPS, 2);
 }
 
+/* A publishing recorded before its rename ("pub"): kept in the record
+ * whatever comes after, until a new one replaces it. */
+static void pub_keep (struct agent *a, struct mig *g, const struct migmsg *m,
+                      json_t *o)
+{
+    json_t *old = o ? record_get (a, g, m->k, m->rel) : NULL, *pub;
+
+    if (old && (pub = json_object_get (old, "pub")))
+        json_object_set (o, "pub", pub);
+    json_decref (old);
+}
+
+/* publishing: the temporary is complete; recorded (with the record's
+ * state as it is), then the migrator may rename it. */
+static void on_publishing (struct agent *a, struct mig *g,
+                           const struct migmsg *m)
+{
+    struct migmsg noted = { .type = MIGMSG_NOTED, .k = m->k, .rel = m->rel };
+    json_t *o = record_get (a, g, m->k, m->rel);
+    char mt[48];
+
+    ts_format (&m->mtime, mt, sizeof (mt));
+    if (!o)
+        o = json_pack ("{s:s s:i s:I}", "state", "pending", "k", m->k, "time",
+                       (json_int_t) time (NULL));
+    if (o)
+        json_object_set_new (o, "pub",
+                             json_pack ("{s:I s:I s:I s:s s:s s:b}", "ino",
+                                        (json_int_t) m->ino, "gfs_size",
+                                        (json_int_t) m->gfs_size, "size",
+                                        (json_int_t) m->size, "mtime", mt,
+                                        "sha256", m->sha256, "ours", m->ours));
+    json_object_del (o, "dir"); /* record () sets them again */
+    json_object_del (o, "path");
+    json_object_del (o, "url");
+    record (a, g, m->k, m->rel, o);
+    (void) migrate_tell (g, &noted);
+}
+
 static void on_done (struct agent *a, struct mig *g, const struct migmsg *m,
                      const struct store_job *job)
 {
@@ -243,6 +282,7 @@ static void on_failed (struct agent *a, struct mig *g, const struct migmsg *m,
     if (o && old && json_is_true (json_object_get (old, "claimed")))
         json_object_set_new (o, "claimed", json_true ());
     json_decref (old);
+    pub_keep (a, g, m, o);
     record (a, g, m->k, m->rel, o);
     if (url)
         tier_log (LOG_WARNING,
@@ -262,6 +302,7 @@ static void on_conflict (struct agent *a, struct mig *g, const struct migmsg *m,
 {
     char why[PATH_MAX * 3];
     const char *dir = g->spec.gfs[m->k];
+    json_t *o;
 
     if (g->spec.url[m->k][0]) {
         struct tier_url *pre, *u = NULL;
@@ -289,9 +330,10 @@ static void on_conflict (struct agent *a, struct mig *g, const struct migmsg *m,
                          "the GFS file changed during the "
                          "job (another writer): not overwritten; this job's "
                          "version could not be saved beside it");
-    record (a, g, m->k, m->rel,
-            json_pack ("{s:s s:i s:s s:I}", "state", "conflict", "k", m->k,
-                       "error", why, "time", (json_int_t) time (NULL)));
+    o = json_pack ("{s:s s:i s:s s:I}", "state", "conflict", "k", m->k, "error",
+                   why, "time", (json_int_t) time (NULL));
+    pub_keep (a, g, m, o);
+    record (a, g, m->k, m->rel, o);
     tier_log (LOG_WARNING, "job %u: conflict on %s/%s: %s", g->job_id, dir,
               m->rel, why);
     if (job)
@@ -422,6 +464,9 @@ void migrate_rec_result (struct agent *a, struct mig *g, const struct migmsg *m)
         case MIGMSG_OBJECT_DONE:
             on_object_done (a, g, m, jp);
             break;
+        case MIGMSG_PUBLISHING:
+            on_publishing (a, g, m);
+            break;
         default:
             break;
     }
@@ -441,6 +486,29 @@ static void resume_add (struct resume_ctx *rc, const struct migmsg *m)
 {
     if (migmsg_batch_add (rc->b, m) < 0)
         rc->rc = -1;
+}
+
+/* A publishing whose end may not be recorded: intent. */
+static void resume_pub (struct resume_ctx *rc, const char *rel, int k,
+                        json_t *pub)
+{
+    struct migmsg m = { .type = MIGMSG_INTENT, .k = k, .rel = rel };
+    const char *mt = NULL;
+    json_int_t ino = 0, gsize = 0, size = 0;
+    int ours = 0;
+
+    if (!pub
+        || json_unpack (pub, "{s:I s:I s:I s:s s:s s:b}", "ino", &ino,
+                        "gfs_size", &gsize, "size", &size, "mtime", &mt,
+                        "sha256", &m.sha256, "ours", &ours)
+               < 0
+        || ino <= 0 || gsize < 0 || size < 0 || ts_parse (mt, &m.mtime) < 0)
+        return;
+    m.ino = ino;
+    m.gfs_size = gsize;
+    m.size = size;
+    m.ours = ours;
+    resume_add (rc, &m);
 }
 
 /* An output's record: known (GFS), known_object or claim. */
@@ -474,6 +542,7 @@ static void resume_record (struct resume_ctx *rc, const char *rel, json_t *o)
         }
         return;
     }
+    resume_pub (rc, rel, (int) k, json_object_get (o, "pub"));
     if (strcmp (st, "done") || !sm || !gm || !gc || ts_parse (sm, &m.mtime) < 0
         || ts_parse (gm, &m.gfs_mtime) < 0 || ts_parse (gc, &m.gfs_ctime) < 0)
         return;
@@ -614,6 +683,7 @@ static int list_cb (const char *key, const void *val, size_t len, void *arg)
     else
         lc->pending++;
     if (lc->arr) {
+        json_object_del (o, "pub"); /* the migrator's, for a resume */
         json_object_set_new (o, "file", json_string (rel));
         if (lc->g && k >= 0 && k < lc->g->spec.ndirs) {
             char path[PATH_MAX * 2];

@@ -47,8 +47,9 @@
 #include "migrator.h"
 #include "streams.h"
 
-#define CMD_BURST 256         /* commands read before due files */
-#define RECV_TIMEOUT_MS 30000 /* a begun message must come whole */
+#define CMD_BURST 256          /* commands read before due files */
+#define RECV_TIMEOUT_MS 30000  /* a begun message must come whole */
+#define NOTED_TIMEOUT_MS 30000 /* the agent records a publishing within */
 
 /* ---------------------------------------------------------- its files */
 
@@ -380,6 +381,94 @@ static void known (struct migrator *m, const struct migmsg *c)
     f->src.mtime = c->mtime;
 }
 
+/* intent: a publishing the agent recorded before a restart. */
+static void intent (struct migrator *m, const struct migmsg *c)
+{
+    struct mfile *f;
+
+    if (m->dirs[c->k].url || !(f = migrator_file (m, c->k, c->rel, true))
+        || strlen (c->sha256) != 64)
+        return;
+    f->pub.ino = (ino_t) c->ino;
+    f->pub.gfs_size = (off_t) c->gfs_size;
+    f->pub.size = (off_t) c->size;
+    f->pub.mtime = c->mtime;
+    f->pub.ours = c->ours;
+    memcpy (f->pub.sha256, c->sha256, 65);
+}
+
+static void stash_push (struct migrator *m, int type, json_t *body)
+{
+    struct stashed *s = malloc (sizeof (*s));
+
+    if (!s) {
+        json_decref (body); /* a sync or dirty: the agent sends it again */
+        return;
+    }
+    s->type = type;
+    s->body = body;
+    s->next = NULL;
+    if (!m->stash_tail)
+        m->stash_tail = &m->stash;
+    *m->stash_tail = s;
+    m->stash_tail = &s->next;
+}
+
+int migrator_intent (struct migrator *m, struct mfile *f,
+                     const struct stat *tmp, const struct stat *st,
+                     const char *sha256, bool ours)
+{
+    struct migmsg msg = { .type = MIGMSG_PUBLISHING,
+                          .k = f->k,
+                          .rel = f->rel,
+                          .ours = ours,
+                          .size = st->st_size,
+                          .mtime = st->st_mtim,
+                          .sha256 = sha256,
+                          .ino = (int64_t) tmp->st_ino,
+                          .gfs_size = tmp->st_size };
+    int64_t deadline = tier_now_ms () + NOTED_TIMEOUT_MS;
+
+    if (migmsg_send (m->chan, &msg) < 0)
+        return errno ? errno : EPIPE;
+    for (;;) {
+        struct pollfd p = { m->chan, POLLIN, 0 };
+        int64_t left = deadline - tier_now_ms ();
+        struct migmsg c;
+        tier_error_t e;
+        json_t *body;
+        int type, n;
+        bool mine;
+
+        if (left <= 0)
+            return ETIMEDOUT;
+        if ((n = poll (&p, 1, (int) left)) < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n == 0 ? ETIMEDOUT : errno;
+        if (chmsg_recv (m->chan, &migmsg_proto, &type, &body, NULL, NULL, 0,
+                        RECV_TIMEOUT_MS, &e)
+            < 0)
+            return EPIPE; /* the agent is gone: so are we, soon */
+        if (type != MIGMSG_NOTED) {
+            stash_push (m, type, body); /* after this file */
+            continue;
+        }
+        mine = migmsg_unpack (type, body, MIGMSG_COMMAND, &c, &e) == 0
+               && c.k == f->k && !strcmp (c.rel, f->rel);
+        json_decref (body);
+        if (!mine)
+            continue; /* late, for a wait that gave up */
+        f->pub.ino = tmp->st_ino;
+        f->pub.gfs_size = tmp->st_size;
+        f->pub.size = st->st_size;
+        f->pub.mtime = st->st_mtim;
+        f->pub.ours = ours;
+        memcpy (f->pub.sha256, sha256, 65);
+        return 0;
+    }
+}
+
 /* One command (body is the caller's).  -1: quit. */
 static int on_command (struct migrator *m, int type, json_t *body)
 {
@@ -411,6 +500,11 @@ static int on_command (struct migrator *m, int type, json_t *body)
         case MIGMSG_KNOWN:
             known (m, &c);
             break;
+        case MIGMSG_INTENT:
+            intent (m, &c);
+            break;
+        case MIGMSG_NOTED:
+            break; /* late, for a wait that gave up */
         default:
             migrate_obj_resume (m, &c);
             break;
@@ -436,10 +530,28 @@ static void resume (struct migrator *m, const struct migmsg_batch *b)
     }
 }
 
+/* The commands stashed while a publishing waited.  -1: quit. */
+static int run_stash (struct migrator *m)
+{
+    int rc = 0;
+
+    while (m->stash && rc == 0) {
+        struct stashed *s = m->stash;
+        if (!(m->stash = s->next))
+            m->stash_tail = &m->stash;
+        rc = on_command (m, s->type, s->body);
+        json_decref (s->body);
+        free (s);
+    }
+    return rc;
+}
+
 /* Read the commands that are there (at least one).  -1: quit, or the
  * agent is gone. */
 static int read_commands (struct migrator *m)
 {
+    if (run_stash (m) < 0)
+        return -1;
     for (int n = 0; n < CMD_BURST; n++) {
         struct pollfd p = { m->chan, POLLIN, 0 };
         tier_error_t e;
@@ -474,7 +586,11 @@ static void migrator_loop (struct migrator *m)
             if (f->due_ms && (next < 0 || f->due_ms < next))
                 next = f->due_ms;
         timeout = next < 0 ? -1 : (int) (next > now ? next - now : 0);
+        if (m->stash)
+            timeout = 0;
         if (poll (&p, 1, timeout) < 0 && errno != EINTR)
+            return;
+        if (m->stash && !p.revents && run_stash (m) < 0)
             return;
         if (p.revents && read_commands (m) < 0)
             return;

@@ -7,6 +7,7 @@
 #ifndef TIER_AGENT_MIGRATOR_H
 #define TIER_AGENT_MIGRATOR_H
 
+#include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -53,6 +54,16 @@ struct mfile {
     int64_t backoff_ms;
     enum mfile_state state;
     bool cleaned; /* a dead migrator's temporaries gone */
+    /* a publishing recorded before its rename (intent, publishing): the
+     * GFS file of this inode and size is this job's copy of the cached
+     * version of size and mtime, whatever the records say after */
+    struct {
+        ino_t ino; /* 0: none */
+        off_t gfs_size, size;
+        struct timespec mtime;
+        char sha256[65];
+        bool ours;
+    } pub;
     bool failing; /* a failure reported since the last
                                  * success (retries are not counted) */
     /* outputs to an object store (DIR=URL) */
@@ -85,6 +96,12 @@ struct migrator {
     char user[64]; /* the job's user (for the credentials) */
     uid_t uid;
     int chan; /* the channel to the agent */
+    /* commands that came while a publishing waited for noted, in order */
+    struct stashed {
+        int type;
+        json_t *body;
+        struct stashed *next;
+    } * stash, **stash_tail;
 };
 
 /* migrator.c */
@@ -99,6 +116,12 @@ void migrator_fail (struct migrator *m, struct mfile *f, int err,
                     const char *text);
 /* f's name is no output any more: its record goes. */
 void migrator_gone (struct migrator *m, struct mfile *f);
+/* Tell the agent that f's temporary is complete as tmp (the version of
+ * size, mtime and sha256), and wait until it recorded that: 0, or an
+ * errno value (the agent did not answer: not published now). */
+int migrator_intent (struct migrator *m, struct mfile *f,
+                     const struct stat *tmp, const struct stat *st,
+                     const char *sha256, bool ours);
 int migrator_sha256 (int fd, char hex[65]);
 /* Is there nothing but a whiteout, or nothing at all, under rel in the
  * write cache k (the name is gone from the job's view)?  */

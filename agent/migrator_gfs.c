@@ -162,7 +162,7 @@ static void gfs_conflict (struct migrator *m, struct mfile *f, int src,
     struct migmsg msg = { .type = MIGMSG_CONFLICT, .k = f->k, .rel = f->rel };
     struct tier_copy_opts so = { .threads = 1, .flags = TIER_COPY_NOREPLACE };
     struct tier_copy_result res;
-    char side[PATH_MAX * 2];
+    char side[PATH_MAX * 2], why[TIER_ERROR_MAX];
     const char *sbase;
     tier_error_t err;
     int sfd;
@@ -180,10 +180,43 @@ static void gfs_conflict (struct migrator *m, struct mfile *f, int src,
         streams_give ();
         if (rc == 0)
             msg.side = side;
+        else
+            (void) snprintf (why, sizeof (why), "%s", err.text);
         close (sfd);
+    }
+    else
+        (void) snprintf (why, sizeof (why), "%.200s: %s", side,
+                         strerror (errno));
+    if (!msg.side) {
+        /* never dropped: kept in the write cache, the side copy retried */
+        char text[PATH_MAX * 3 + TIER_ERROR_MAX + 256];
+        (void) snprintf (text, sizeof (text),
+                         "the GFS file changed during "
+                         "the job (another writer) and this job's version "
+                         "could not be saved beside it in %s/%s (%s): kept "
+                         "in the node's write cache, retried",
+                         m->dirs[f->k].gfs, side, why);
+        migrator_fail (m, f, EEXIST, text);
+        return;
     }
     migrator_ident_set (&f->src, st);
     migrator_tell (m, &msg);
+}
+
+/* Before the rename: the agent records the temporary's inode. */
+struct intent_arg {
+    struct migrator *m;
+    struct mfile *f;
+    const struct stat *st;
+    const char *hex;
+    bool ours;
+};
+
+static int before_rename (const struct stat *tmp, void *arg)
+{
+    struct intent_arg *ia = arg;
+
+    return migrator_intent (ia->m, ia->f, tmp, ia->st, ia->hex, ia->ours);
 }
 
 /* The copy itself: hashed, then copied as hashed (or ESTALE). */
@@ -192,6 +225,7 @@ static void gfs_copy (struct migrator *m, struct mfile *f, int src,
                       bool ours)
 {
     struct tier_copy_opts opts = { .threads = 1 };
+    struct intent_arg ia = { m, f, st, NULL, ours };
     struct tier_copy_result res;
     tier_error_t err;
     struct stat gst;
@@ -203,6 +237,9 @@ static void gfs_copy (struct migrator *m, struct mfile *f, int src,
         migrator_fail (m, f, errno, strerror (errno));
         return;
     }
+    ia.hex = hex;
+    opts.before_publish = before_rename;
+    opts.publish_arg = &ia;
     opts.limit = streams_worker_limit (); /* the user's bandwidth */
     /* the version that was hashed, or nothing is published (ESTALE): a
      * copy of a newer one would reach the GFS under a wrong checksum and
@@ -264,9 +301,24 @@ void migrator_gfs_publish (struct migrator *m, struct mfile *f, int src,
         return;
     }
     exists = fstatat (pfd, base, &gst, AT_SYMLINK_NOFOLLOW) == 0;
-    if (exists && m->resumed && gst.st_ctim.tv_sec >= m->job_start
-        && (!f->published || f->src.ino == 0)
-        && gfs_is_ours (pfd, base, src, st, &gst, hex))
+    if (exists && f->pub.ino && gst.st_ino == f->pub.ino
+        && gst.st_size == f->pub.gfs_size && S_ISREG (gst.st_mode)) {
+        /* our own publishing, whose end was not recorded: this version,
+         * adopted; an older one of ours, replaced */
+        bool same = st->st_size == f->pub.size
+                    && st->st_mtim.tv_sec == f->pub.mtime.tv_sec
+                    && st->st_mtim.tv_nsec == f->pub.mtime.tv_nsec;
+        f->ours = f->ours || f->pub.ours;
+        if (same && !(f->published && migrator_ident_eq (&f->gfs, &gst))) {
+            migrator_ident_set (&f->gfs, &gst);
+            published (m, f, st, f->pub.sha256, 0, f->ours);
+        }
+        else
+            gfs_copy (m, f, src, st, pfd, base, f->ours);
+    }
+    else if (exists && m->resumed && gst.st_ctim.tv_sec >= m->job_start
+             && (!f->published || f->src.ino == 0)
+             && gfs_is_ours (pfd, base, src, st, &gst, hex))
         gfs_adopt (m, f, st, &gst, hex);
     else if (exists && !(f->published && migrator_ident_eq (&f->gfs, &gst))
              && gst.st_ctim.tv_sec >= m->job_start) {

@@ -947,6 +947,13 @@ static void file_finish (struct fjob *f)
         e = file_meta (f);
     if (!e && !(ctx->o->flags & TIER_COPY_NOSYNC) && fsync (f->tmpfd) < 0)
         e = file_fail (f, errno, "fsync");
+    if (!e && f->tmp[0] && ctx->o->before_publish) {
+        struct stat tst;
+        if (fstat (f->tmpfd, &tst) < 0)
+            e = file_fail (f, errno, "fstat");
+        else if ((e = ctx->o->before_publish (&tst, ctx->o->publish_arg)))
+            file_fail (f, e, "not published");
+    }
     if (f->tmpfd >= 0) {
         if (close (f->tmpfd) < 0 && !e)
             e = file_fail (f, errno, "close");

@@ -128,6 +128,14 @@ typedef void (*tier_copy_report_f) (enum tier_copy_event event,
                                     const char *path, int errnum,
                                     const char *text, void *arg);
 
+/* Called for each file once its temporary is complete and synced, just
+ * before it is renamed to its final name, with its fstat (the inode the
+ * final name will have: rename keeps it).  Returning an errno value
+ * instead of 0 stops the copy with it (the temporary is removed).  A
+ * caller records there what it needs to recognise its own file after a
+ * crash between the rename and its next step. */
+typedef int (*tier_copy_publish_f) (const struct stat *tmp, void *arg);
+
 /* A token bucket that several copies (and other GFS streams) can share to
  * stay under a bandwidth.  Thread-safe. */
 struct tier_copy_limit;
@@ -162,6 +170,8 @@ struct tier_copy_opts {
                                      * must be of (inode, size, mtime and
                                      * ctime in ns; not st_dev), else
                                      * ESTALE; NULL: whatever it is */
+    tier_copy_publish_f before_publish; /* per file, see above */
+    void *publish_arg;
 };
 
 /* Counters of one call, filled (after zeroing) whether it succeeds or

@@ -773,6 +773,55 @@ static void *cancel_later (void *arg)
     return NULL;
 }
 
+/* before_publish: called with the complete temporary, whose inode the
+ * final name then has; an errno it returns stops the copy, nothing
+ * published, no temporary left. */
+struct publish_seen {
+    int calls;
+    struct stat tmp;
+    int answer;
+};
+
+static int on_publish (const struct stat *tmp, void *arg)
+{
+    struct publish_seen *ps = arg;
+
+    ps->calls++;
+    ps->tmp = *tmp;
+    return ps->answer;
+}
+
+static void test_before_publish (void **state)
+{
+    char src[PATH_MAX], dir[PATH_MAX], dst[PATH_MAX];
+    struct publish_seen ps = { 0 };
+    struct tier_copy_opts opts = { .threads = 1,
+                                   .before_publish = on_publish,
+                                   .publish_arg = &ps };
+    tier_error_t error;
+    struct stat st;
+
+    (void) state;
+    mkdir_p (pathf (dir, "%s/publish", root), 0755);
+    pathf (src, "%s/publish.src", root);
+    pathf (dst, "%s/p", dir);
+    make_file (src, 300 * KiB, 0640, 17);
+    assert_int_equal (copy_path (src, dir, "p", &opts, NULL, &error), 0);
+    assert_int_equal (ps.calls, 1);
+    assert_int_equal (stat (dst, &st), 0);
+    assert_int_equal (ps.tmp.st_ino, st.st_ino);
+    assert_int_equal (ps.tmp.st_size, 300 * KiB);
+    assert_same_content (src, dst);
+    assert_int_equal (unlink (dst), 0);
+    /* refused: the errno comes back, nothing is left */
+    ps.answer = ETIMEDOUT;
+    errno = 0;
+    assert_int_equal (copy_path (src, dir, "p", &opts, NULL, &error), -1);
+    assert_int_equal (errno, ETIMEDOUT);
+    assert_int_equal (ps.calls, 2);
+    assert_dir_empty (dir);
+}
+
 static void test_cancel (void **state)
 {
     char src[PATH_MAX], dir[PATH_MAX];
@@ -1522,6 +1571,7 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_fallback, setup, teardown),
         cmocka_unit_test_setup_teardown (test_changed, setup, teardown),
         cmocka_unit_test_setup_teardown (test_expect, setup, teardown),
+        cmocka_unit_test_setup_teardown (test_before_publish, setup, teardown),
         cmocka_unit_test_setup_teardown (test_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown (test_noreplace, setup, teardown),
         cmocka_unit_test_setup_teardown (test_fsync_fails, setup, teardown),

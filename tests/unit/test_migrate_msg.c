@@ -173,6 +173,13 @@ static const struct {
                      "8388608,\"mtime_ns\":-5,\"t\":\"upload\",\"v\":1}" },
     { MIGMSG_PART, "{\"k\":3,\"rel\":\"dir/with space/f%.txt\",\"etag\":"
                    "\"\\\"abc-2\\\"\",\"n\":17,\"t\":\"part\",\"v\":1}" },
+    { MIGMSG_INTENT, "{\"k\":3,\"rel\":\"dir/with space/f%.txt\",\"ours\":"
+                     "true,\"size\":1099511627776,\"mtime\":[1700000000,"
+                     "123456789],\"sha256\":\"e3b0c44298fc1c149afbf4c8996fb9"
+                     "2427ae41e4649b934ca495991b7852b855\",\"ino\":4242,"
+                     "\"gfs_size\":99,\"t\":\"intent\",\"v\":1}" },
+    { MIGMSG_NOTED, "{\"k\":3,\"rel\":\"dir/with space/f%.txt\",\"t\":"
+                    "\"noted\",\"v\":1}" },
     { MIGMSG_READY, "{\"t\":\"ready\",\"v\":1}" },
     { MIGMSG_ERROR, "{\"error\":\"No space left on device\",\"t\":\"error\","
                     "\"v\":1}" },
@@ -209,6 +216,12 @@ static const struct {
                           "149afbf4c8996fb92427ae41e4649b934ca495991b7852b85"
                           "5\",\"us\":12345,\"etag\":\"\\\"abc-2\\\"\",\"t\":"
                           "\"object_done\",\"v\":1}" },
+    { MIGMSG_PUBLISHING, "{\"k\":3,\"rel\":\"dir/with space/f%.txt\","
+                         "\"ours\":true,\"size\":1099511627776,\"mtime\":"
+                         "[1700000000,123456789],\"sha256\":\"e3b0c44298fc"
+                         "1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b"
+                         "855\",\"ino\":4242,\"gfs_size\":99,\"t\":"
+                         "\"publishing\",\"v\":1}" },
 };
 
 static void test_golden (void **state)
