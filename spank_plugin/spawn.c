@@ -43,20 +43,36 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2) /* linux/close_range.h, 5.11 */
 #endif
 
-int spawn_call (const struct tier_conf *conf, const char *body, char **reply,
-                int timeout_ms, tier_error_t *error)
+int spawn_call_ex (const struct tier_conf *conf, const char *body, char **reply,
+                   int timeout_ms, bool *unreachable, tier_error_t *error)
 {
     char path[PATH_MAX];
     size_t len;
     int fd, rc;
 
+    if (unreachable)
+        *unreachable = false;
     if (tier_conf_socket_path (conf, path, sizeof (path)) < 0)
         return tier_errprintf (error, "socket path too long");
-    if ((fd = tier_client_connect (path, timeout_ms, error)) < 0)
+    if ((fd = tier_client_connect (path, timeout_ms, error)) < 0) {
+        if (unreachable)
+            *unreachable = errno != EPERM && errno != ENAMETOOLONG;
         return -1;
+    }
     rc = tier_client_call (fd, body, NULL, 0, reply, &len, timeout_ms, error);
+    /* closed before it answered (an agent's error reply carries other
+     * errno values) */
+    if (rc < 0 && unreachable
+        && (errno == ECONNRESET || errno == EPIPE || errno == ENODATA))
+        *unreachable = true;
     close (fd);
     return rc;
+}
+
+int spawn_call (const struct tier_conf *conf, const char *body, char **reply,
+                int timeout_ms, tier_error_t *error)
+{
+    return spawn_call_ex (conf, body, reply, timeout_ms, NULL, error);
 }
 
 int spawn_ping (const struct tier_conf *conf, int timeout_ms,

@@ -4,12 +4,20 @@
 #ifndef TIER_SPANK_SPAWN_H
 #define TIER_SPANK_SPAWN_H
 
+#include <stdbool.h>
+
 #include "lib/conf.h"
 #include "lib/error.h"
 
 /* One request to the agent of conf's node; *reply is malloc'd. */
 int spawn_call (const struct tier_conf *conf, const char *body, char **reply,
                 int timeout_ms, tier_error_t *error);
+
+/* The same; *unreachable (if set) tells a failure to reach the agent
+ * (no socket, refused, closed before it answered: it died or is
+ * restarting) from an error the agent answered or a timeout. */
+int spawn_call_ex (const struct tier_conf *conf, const char *body, char **reply,
+                   int timeout_ms, bool *unreachable, tier_error_t *error);
 
 /* 0 if an agent answers a ping within timeout_ms. */
 int spawn_ping (const struct tier_conf *conf, int timeout_ms,

@@ -478,9 +478,11 @@ static void first_failure (const char *reply, size_t len, char *out,
             *p = '?';
 }
 
-int stage_out_sync (const struct tier_conf *conf, uint32_t job_id,
-                    int64_t timeout_ms, bool end,
-                    struct tier_stageout_left *left, tier_error_t *error)
+/* One job.stageout_sync; *unreachable as spawn_call_ex says. */
+static int sync_once (const struct tier_conf *conf, uint32_t job_id,
+                      int64_t timeout_ms, bool end,
+                      struct tier_stageout_left *left, bool *unreachable,
+                      tier_error_t *error)
 {
     char body[256], *reply = NULL;
     int64_t v;
@@ -492,9 +494,9 @@ int stage_out_sync (const struct tier_conf *conf, uint32_t job_id,
                      "\"end\":%s}", job_id, (long long) timeout_ms,
                      timeout_ms > 0 ? "true" : "false",
                      end ? "true" : "false");
-    rc = spawn_call (conf, body, &reply,
-                     (int) (timeout_ms + (int64_t) conf->agent_timeout_ms),
-                     error);
+    rc = spawn_call_ex (conf, body, &reply,
+                        (int) (timeout_ms + (int64_t) conf->agent_timeout_ms),
+                        unreachable, error);
     if (rc == 0) {
         size_t len = strlen (reply);
         if (tier_jr_get_int (reply, len, "pending", &v) == 0)
@@ -508,4 +510,85 @@ int stage_out_sync (const struct tier_conf *conf, uint32_t job_id,
     }
     free (reply);
     return rc;
+}
+
+int stage_out_sync (const struct tier_conf *conf, uint32_t job_id,
+                    int64_t timeout_ms, bool end,
+                    struct tier_stageout_left *left, tier_error_t *error)
+{
+    return sync_once (conf, job_id, timeout_ms, end, left, NULL, error);
+}
+
+/* Nothing of the job in flight on the node's agent (finished and
+ * retired, or never started): what its records say is left. */
+static int outputs_left (const struct tier_conf *conf, uint32_t job_id,
+                         struct tier_stageout_left *left, tier_error_t *error)
+{
+    char body[128], *reply = NULL;
+    int64_t v;
+
+    (void) snprintf (body, sizeof (body),
+                     "{\"op\":\"job.outputs\","
+                     "\"job_id\":%u}",
+                     job_id);
+    if (spawn_call (conf, body, &reply, (int) conf->agent_timeout_ms, error)
+        < 0)
+        return -1;
+    if (tier_jr_get_int (reply, strlen (reply), "pending", &v) == 0)
+        left->pending = (int) v;
+    if (tier_jr_get_int (reply, strlen (reply), "failed", &v) == 0)
+        left->failed = (int) v;
+    if (tier_jr_get_int (reply, strlen (reply), "conflicts", &v) == 0)
+        left->conflicts = (int) v;
+    free (reply);
+    return 0;
+}
+
+int stage_out_sync_end (const struct tier_conf *conf, const char *conf_path,
+                        uint32_t job_id, int64_t timeout_ms,
+                        struct tier_stageout_left *left, tier_error_t *error)
+{
+    int64_t deadline = tier_now_ms () + timeout_ms, now;
+    int pause_ms = 100, lost = 0;
+    bool unreachable;
+    tier_error_t e;
+
+    for (;;) {
+        now = tier_now_ms ();
+        if (sync_once (conf, job_id, deadline > now ? deadline - now : 1, true,
+                       left, &unreachable, error)
+            == 0)
+            break;
+        if (!unreachable) {
+            /* a restarted agent that finished the job before we asked
+             * again, or one that never had its outputs */
+            if (errno == ENOENT
+                && outputs_left (conf, job_id, left, error) == 0)
+                break;
+            return -1;
+        }
+        lost++;
+        if ((now = tier_now_ms ()) >= deadline) {
+            left->unreachable = true;
+            left->timed_out = true;
+            left->lost = lost;
+            return 0;
+        }
+        /* it died or is restarting: start one where the plugin starts
+         * agents (a supervisor's wins the lock), then ask again; its
+         * resumed migrations answer */
+        if (conf->enabled)
+            (void) spawn_ensure (conf, conf_path, conf->node,
+                                 (int) (deadline - now < 5000 ? deadline - now
+                                                              : 5000),
+                                 &e);
+        else {
+            struct timespec ts = { 0, (long) pause_ms * 1000000L };
+            (void) nanosleep (&ts, NULL);
+            if (pause_ms < 1000)
+                pause_ms *= 2;
+        }
+    }
+    left->lost = lost;
+    return 0;
 }

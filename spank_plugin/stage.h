@@ -87,9 +87,24 @@ struct tier_stageout_left {
     char first[320];            /* "PATH: REASON" of the first output that
                                  * failed (cut, no control characters), or
                                  * "" */
+    bool unreachable;           /* stage_out_sync_end: no agent answered
+                                 * before the bound (the counts are 0:
+                                 * unknown) */
+    int lost;                   /* and how often the agent went away */
 };
 int stage_out_sync (const struct tier_conf *conf, uint32_t job_id,
                     int64_t timeout_ms, bool end,
                     struct tier_stageout_left *left, tier_error_t *error);
+
+/* The epilog's stage_out_sync (with end), across restarts of the agent:
+ * when it cannot be reached or dies while it waits, start one (if the
+ * plugin starts agents) and ask the restarted one, whose resumed
+ * migrations answer -- all within timeout_ms.  Returns 0 with what is
+ * left (left->unreachable: no agent answered before the bound), or -1
+ * with an error the agent answered.
+ */
+int stage_out_sync_end (const struct tier_conf *conf, const char *conf_path,
+                        uint32_t job_id, int64_t timeout_ms,
+                        struct tier_stageout_left *left, tier_error_t *error);
 
 #endif /* !TIER_SPANK_STAGE_H */

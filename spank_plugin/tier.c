@@ -491,12 +491,22 @@ void tier_admin_comment (uint32_t job_id, const char *node,
     char note[512];
     job_desc_msg_t desc;
 
-    (void) snprintf (note, sizeof (note), "tier: on node %s, %d output "
-                     "file(s) not on the GFS (%d failed, %d in conflict)%s%s; "
-                     "kept and retried, see tierctl outputs --job %u", node,
-                     left->pending + left->failed + left->conflicts,
-                     left->failed, left->conflicts,
-                     left->first[0] ? ": " : "", left->first, job_id);
+    if (left->unreachable)
+        (void) snprintf (note, sizeof (note),
+                         "tier: on node %s, no tierd "
+                         "answered within StageOutTimeout: the outputs may "
+                         "not be on the GFS; kept and staged out once it "
+                         "runs, see tierctl outputs --job %u",
+                         node, job_id);
+    else
+        (void) snprintf (note, sizeof (note),
+                         "tier: on node %s, %d output "
+                         "file(s) not on the GFS (%d failed, %d in "
+                         "conflict)%s%s; kept and retried, see tierctl "
+                         "outputs --job %u",
+                         node, left->pending + left->failed + left->conflicts,
+                         left->failed, left->conflicts,
+                         left->first[0] ? ": " : "", left->first, job_id);
     slurm_init_job_desc_msg (&desc);
     desc.job_id = job_id;
     desc.admin_comment = note;
@@ -520,14 +530,31 @@ static void sync_outputs_end (const struct tier_conf *conf, uint32_t job_id)
     if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_STAGEOUT, list,
                       sizeof (list)) < 0 || !list[0])
         return;
-    if (stage_out_sync (conf, job_id, (int64_t) conf->stage_out_timeout * 1000,
-                        true, &left, &error)
+    if (stage_out_sync_end (conf, tier.conf_path, job_id,
+                            (int64_t) conf->stage_out_timeout * 1000, &left,
+                            &error)
         < 0) {
         slurm_error ("tier: epilog of job %u: stage-out: %s", job_id,
                      error.text);
         return;
     }
-    if (left.pending || left.failed || left.conflicts) {
+    if (left.lost)
+        slurm_info ("tier: epilog of job %u: tierd went away %d time(s) "
+                    "while the outputs were staged out; %s",
+                    job_id, left.lost,
+                    left.unreachable ? "none answered again"
+                                     : "the restarted "
+                                       "agent resumed them");
+    if (left.unreachable) {
+        slurm_error ("tier: on node %s, the outputs of job %u are not known "
+                     "to be on the GFS at job end: no tierd answered within "
+                     "StageOutTimeout (%llu s); kept in the write cache and "
+                     "staged out once tierd runs again",
+                     conf->node, job_id,
+                     (unsigned long long) conf->stage_out_timeout);
+        tier_admin_comment (job_id, conf->node, &left);
+    }
+    else if (left.pending || left.failed || left.conflicts) {
         slurm_error ("tier: on node %s, %d output file(s) of job %u not on "
                      "the GFS at job end (%d failed, %d in conflict%s)%s%s: "
                      "kept and retried", conf->node,
