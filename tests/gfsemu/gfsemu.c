@@ -9,7 +9,8 @@
  * these descriptors (never through path names, so BACKING may be the
  * mount point itself), with the caller's fsuid, fsgid and supplementary
  * groups set in the serving thread.  A hidden control directory
- * MOUNTPOINT/.gfsemu holds the counters (stats) and a reset switch.
+ * MOUNTPOINT/.gfsemu holds the counters (stats), a reset switch and the
+ * fault rules (fault.c: injected errors, short transfers, hangs).
  * README.md says what is counted.
  *
  * Why not bindfs (Debian 12 has 1.14.7): it serves paths through
@@ -47,6 +48,7 @@
 #include "lib/units.h"
 
 #include "creds.h"
+#include "fault.h"
 #include "stats.h"
 #include "throttle.h"
 
@@ -59,6 +61,7 @@ enum ctl_ino {
     CTL_DIR = 2,
     CTL_STATS = 3,
     CTL_RESET = 4,
+    CTL_FAULT = 5,
 };
 
 /* An inode the kernel holds a reference to (nlookup of them). */
@@ -93,10 +96,16 @@ struct dirhandle {
     int is_root;
 };
 
-/* An open control file: a snapshot of the stats. */
+/* An open control file: a snapshot of the stats or of the fault rules,
+ * or (writer) the rules written so far. */
 struct ctlhandle {
     char *buf;
     size_t len;
+    size_t size; /* of buf, for a writer */
+    bool writer;
+    bool written; /* a write came */
+    bool dirty;   /* written since the last flush */
+    bool bad;     /* a line written did not parse */
 };
 
 struct options {
@@ -111,6 +120,8 @@ struct options {
     unsigned int squash_uid;
     unsigned int squash_gid;
     unsigned int max_threads;
+    char *faults; /* the fault= rules, one per line */
+    char *fault_seed;
     char *backing;
 };
 
@@ -141,6 +152,10 @@ struct gfsemu {
     uint64_t start_ns;
     struct gauge readers;       /* files open for reading */
     struct gauge writers;       /* files open for writing */
+    struct fault_ctl *faults;
+    struct fault_rules *fault_rules; /* of the options, until started */
+    uint64_t fault_seed;
+    struct fuse_session *se;
 };
 
 static void gauge_up (struct gauge *g)
@@ -210,7 +225,8 @@ static fuse_ino_t ino_of (struct gfsemu *gx, struct node *n)
 
 static int is_ctl (fuse_ino_t ino)
 {
-    return ino == CTL_DIR || ino == CTL_STATS || ino == CTL_RESET;
+    return ino == CTL_DIR || ino == CTL_STATS || ino == CTL_RESET
+           || ino == CTL_FAULT;
 }
 
 static size_t node_hash (struct gfsemu *gx, dev_t dev, ino_t ino)
@@ -374,15 +390,106 @@ static void op_delay (struct gfsemu *gx)
     throttle_sleep_until (throttle_now () + gx->latency_ns);
 }
 
-/* Count one request of type field on path, then apply the latency. */
-static struct stats_entry *op_start (struct gfsemu *gx, const char *path,
-                                     enum stats_field field)
+/* The request a counter counts, as fault rules name it. */
+static enum fault_op fault_op_of (enum stats_field field)
+{
+    switch (field) {
+        case STATS_LOOKUP:
+            return FAULT_LOOKUP;
+        case STATS_GETATTR:
+            return FAULT_GETATTR;
+        case STATS_SETATTR:
+            return FAULT_SETATTR;
+        case STATS_OPEN:
+            return FAULT_OPEN;
+        case STATS_CREATE:
+            return FAULT_CREATE;
+        case STATS_OPENDIR:
+            return FAULT_OPENDIR;
+        case STATS_READDIR:
+            return FAULT_READDIR;
+        case STATS_READ:
+            return FAULT_READ;
+        case STATS_WRITE:
+            return FAULT_WRITE;
+        case STATS_FLUSH:
+            return FAULT_FLUSH;
+        case STATS_RELEASE:
+            return FAULT_RELEASE;
+        case STATS_FSYNC:
+            return FAULT_FSYNC;
+        case STATS_MKDIR:
+            return FAULT_MKDIR;
+        case STATS_MKNOD:
+            return FAULT_MKNOD;
+        case STATS_SYMLINK:
+            return FAULT_SYMLINK;
+        case STATS_READLINK:
+            return FAULT_READLINK;
+        case STATS_LINK:
+            return FAULT_LINK;
+        case STATS_UNLINK:
+            return FAULT_UNLINK;
+        case STATS_RMDIR:
+            return FAULT_RMDIR;
+        case STATS_RENAME:
+            return FAULT_RENAME;
+        case STATS_STATFS:
+            return FAULT_STATFS;
+        default:
+            return FAULT_NOPS;
+    }
+}
+
+static int session_ended (void *arg)
+{
+    return fuse_session_exited (arg);
+}
+
+/* The fault rules on one request of type field on path (counted already):
+ * 0 to go on, or the errno value to answer with.  A hang holds this
+ * worker thread (and no lock) until the rules are set again or the
+ * session ends, then answers EIO.  *shortp (reads and writes) is set
+ * for a short transfer.
+ */
+static int op_fault (struct gfsemu *gx, const char *path,
+                     enum stats_field field, int *shortp)
+{
+    int err = 0;
+
+    switch (fault_ctl_check (gx->faults, path, fault_op_of (field), &err)) {
+        case FAULT_ERROR:
+            return err;
+        case FAULT_HANG:
+            (void) fault_ctl_hang (gx->faults, session_ended, gx->se);
+            return EIO;
+        case FAULT_SHORT:
+            if (shortp)
+                *shortp = 1;
+            return 0;
+        default:
+            return 0;
+    }
+}
+
+/* The path of a data request: the one its file was opened as. */
+static const char *entry_path (struct stats_entry *e)
+{
+    return e ? e->path : "?";
+}
+
+/* Count one request of type field on path, apply the latency, then the
+ * fault rules: returns 0 to go on, or the errno value to answer with.
+ * *ep is the entry of path (NULL on ENOMEM: totals only). */
+static int op_start (struct gfsemu *gx, const char *path,
+                     enum stats_field field, struct stats_entry **ep)
 {
     struct stats_entry *e = stats_get (gx->stats, path);
 
     stats_add (gx->stats, e, field, 1);
     op_delay (gx);
-    return e;
+    *ep = e;
+    return op_fault (gx, path, field, NULL);
 }
 
 /* Hold a data transfer of n bytes back to the bandwidth cap. */
@@ -494,6 +601,9 @@ static void ctl_attr (struct gfsemu *gx, fuse_ino_t ino, struct stat *st)
         case CTL_STATS:
             st->st_mode = S_IFREG | 0444;
             break;
+        case CTL_FAULT:
+            st->st_mode = S_IFREG | 0644;
+            break;
         default:
             st->st_mode = S_IFREG | 0200;
             break;
@@ -511,8 +621,10 @@ static void ctl_entry (struct gfsemu *gx, fuse_ino_t ino,
 static void format_stats (struct gfsemu *gx, FILE *f)
 {
     struct throttle_stats ts;
+    struct fault_ctl_stats fs;
 
     throttle_get (&gx->throttle, &ts);
+    fault_ctl_get (gx->faults, &fs);
     fprintf (f, "format 1\n");
     fprintf (f, "config.latency_us %" PRIu64 "\n", gx->latency_ns / 1000);
     fprintf (f, "config.bandwidth %" PRIu64 "\n", gx->bandwidth);
@@ -543,6 +655,10 @@ static void format_stats (struct gfsemu *gx, FILE *f)
              __atomic_load_n (&gx->writers.now, __ATOMIC_RELAXED));
     fprintf (f, "open.writers_peak %" PRIu64 "\n",
              __atomic_load_n (&gx->writers.peak, __ATOMIC_RELAXED));
+    fprintf (f, "fault.rules %" PRIu64 "\n", fs.rules);
+    fprintf (f, "fault.hits %" PRIu64 "\n", fs.hits);
+    fprintf (f, "fault.hung %" PRIu64 "\n", fs.hung);
+    fprintf (f, "fault.seed %" PRIu64 "\n", fs.seed);
     stats_format (gx->stats, f);
 }
 
@@ -570,6 +686,8 @@ static void ctl_lookup (struct gfsemu *gx, fuse_req_t req, fuse_ino_t parent,
         ctl_entry (gx, CTL_STATS, &ep);
     else if (!strcmp (name, "reset"))
         ctl_entry (gx, CTL_RESET, &ep);
+    else if (!strcmp (name, "fault"))
+        ctl_entry (gx, CTL_FAULT, &ep);
     else {
         fuse_reply_err (req, ENOENT);
         return;
@@ -577,20 +695,46 @@ static void ctl_lookup (struct gfsemu *gx, fuse_req_t req, fuse_ino_t parent,
     fuse_reply_entry (req, &ep);
 }
 
+/* A snapshot of the stats or the fault rules, for reading. */
+static struct ctlhandle *ctl_snapshot (struct gfsemu *gx, fuse_ino_t ino)
+{
+    struct ctlhandle *h;
+    FILE *f;
+
+    if (!(h = calloc (1, sizeof (*h))))
+        return NULL;
+    if (!(f = open_memstream (&h->buf, &h->len))) {
+        free (h);
+        return NULL;
+    }
+    if (ino == CTL_FAULT)
+        (void) fault_ctl_format (gx->faults, f);
+    else
+        format_stats (gx, f);
+    if (fclose (f) != 0) {
+        free (h->buf);
+        free (h);
+        return NULL;
+    }
+    return h;
+}
+
 static void ctl_open (struct gfsemu *gx, fuse_req_t req, fuse_ino_t ino,
                       struct fuse_file_info *fi)
 {
     struct ctlhandle *h;
-    FILE *f;
     int acc = fi->flags & O_ACCMODE;
 
     if (ino == CTL_DIR) {
         fuse_reply_err (req, EISDIR);
         return;
     }
-    /* default_permissions lets root past the modes: check here too. */
+    /* default_permissions lets root past the modes: check here too.  The
+     * fault rules are read or written, by root only (squashed or not). */
     if ((ino == CTL_STATS && acc != O_RDONLY)
-        || (ino == CTL_RESET && acc == O_RDONLY)) {
+        || (ino == CTL_RESET && acc == O_RDONLY)
+        || (ino == CTL_FAULT && acc != O_RDONLY
+            && (acc != O_WRONLY || fuse_req_ctx (req)->uid != 0))) {
         fuse_reply_err (req, EACCES);
         return;
     }
@@ -602,19 +746,13 @@ static void ctl_open (struct gfsemu *gx, fuse_req_t req, fuse_ino_t ino,
         fuse_reply_open (req, fi);
         return;
     }
-    if (!(h = calloc (1, sizeof (*h)))) {
-        fuse_reply_err (req, ENOMEM);
-        return;
+    if (acc == O_WRONLY) {
+        if ((h = calloc (1, sizeof (*h))))
+            h->writer = true;
     }
-    if (!(f = open_memstream (&h->buf, &h->len))) {
-        free (h);
-        fuse_reply_err (req, ENOMEM);
-        return;
-    }
-    format_stats (gx, f);
-    if (fclose (f) != 0) {
-        free (h->buf);
-        free (h);
+    else
+        h = ctl_snapshot (gx, ino);
+    if (!h) {
         fuse_reply_err (req, ENOMEM);
         return;
     }
@@ -623,6 +761,87 @@ static void ctl_open (struct gfsemu *gx, fuse_req_t req, fuse_ino_t ino,
         free (h->buf);
         free (h);
     }
+}
+
+/* Rules written to the fault file: each write appends (whatever its
+ * offset); the complete lines so far must parse, or the write fails with
+ * EINVAL and so does the close.  The rules apply at the close (FLUSH). */
+static void ctl_write (struct gfsemu *gx, fuse_req_t req,
+                       struct fuse_bufvec *in, struct fuse_file_info *fi)
+{
+    struct ctlhandle *h = (struct ctlhandle *) (uintptr_t) fi->fh;
+    size_t size = fuse_buf_size (in);
+    struct fuse_bufvec dst = FUSE_BUFVEC_INIT (size);
+    struct fault_rules *rs;
+    char msg[256];
+    char *nl;
+    ssize_t n;
+
+    if (!h || !h->writer) {
+        fuse_reply_write (req, size); /* reset: the content is ignored */
+        return;
+    }
+    if (h->bad || h->len + size > 1024 * 1024) {
+        fuse_reply_err (req, h->bad ? EINVAL : EFBIG);
+        return;
+    }
+    if (h->len + size + 1 > h->size) {
+        size_t want = 2 * (h->len + size + 1);
+        char *p = realloc (h->buf, want);
+
+        if (!p) {
+            fuse_reply_err (req, ENOMEM);
+            return;
+        }
+        h->buf = p;
+        h->size = want;
+    }
+    dst.buf[0].mem = h->buf + h->len;
+    if ((n = fuse_buf_copy (&dst, in, 0)) < 0) {
+        fuse_reply_err (req, (int) -n);
+        return;
+    }
+    h->len += (size_t) n;
+    h->buf[h->len] = '\0';
+    h->written = h->dirty = true;
+    if ((nl = strrchr (h->buf, '\n'))) {
+        *nl = '\0';
+        rs = fault_rules_parse (h->buf, 0, msg, sizeof (msg));
+        *nl = '\n';
+        if (!rs) {
+            h->bad = errno == EINVAL;
+            fuse_reply_err (req, errno);
+            return;
+        }
+        fault_rules_destroy (rs);
+    }
+    fuse_reply_write (req, (size_t) n);
+}
+
+/* The close of a control file: written rules take effect.  Not at a
+ * close before any write: the shell's `> fault` opens, dups and closes
+ * (a FLUSH) before it writes. */
+static void ctl_flush (struct gfsemu *gx, fuse_req_t req,
+                       struct fuse_file_info *fi)
+{
+    struct ctlhandle *h = (struct ctlhandle *) (uintptr_t) fi->fh;
+    char msg[256];
+
+    if (!h || !h->writer || !h->dirty) {
+        fuse_reply_err (req, 0);
+        return;
+    }
+    if (h->bad) {
+        fuse_reply_err (req, EINVAL);
+        return;
+    }
+    if (fault_ctl_set (gx->faults, h->buf ? h->buf : "", msg, sizeof (msg))
+        < 0) {
+        fuse_reply_err (req, errno);
+        return;
+    }
+    h->dirty = false;
+    fuse_reply_err (req, 0);
 }
 
 static void ctl_read (fuse_req_t req, size_t size, off_t off,
@@ -646,10 +865,9 @@ static void ctl_readdir (fuse_req_t req, size_t size, off_t off)
         fuse_ino_t ino;
         mode_t mode;
     } ents[] = {
-        { ".", CTL_DIR, S_IFDIR },
-        { "..", FUSE_ROOT_ID, S_IFDIR },
-        { "stats", CTL_STATS, S_IFREG },
-        { "reset", CTL_RESET, S_IFREG },
+        { ".", CTL_DIR, S_IFDIR },       { "..", FUSE_ROOT_ID, S_IFDIR },
+        { "stats", CTL_STATS, S_IFREG }, { "reset", CTL_RESET, S_IFREG },
+        { "fault", CTL_FAULT, S_IFREG },
     };
     char buf[512];
     size_t used = 0;
@@ -745,8 +963,12 @@ static void gfs_lookup (fuse_req_t req, fuse_ino_t parent, const char *name)
         return;
     }
     p = node_of (gx, parent);
-    e = op_start (gx, child_path (gx, p, name, path, sizeof (path)),
-                  STATS_LOOKUP);
+    err = op_start (gx, child_path (gx, p, name, path, sizeof (path)),
+                    STATS_LOOKUP, &e);
+    if (err) {
+        reply_err (gx, req, e, err);
+        return;
+    }
     if (!strcmp (name, ".") || !strcmp (name, "..")) {
         reply_err (gx, req, e, EINVAL);     /* never sent without export */
         return;
@@ -812,6 +1034,7 @@ static void gfs_getattr (fuse_req_t req, fuse_ino_t ino,
     struct stats_entry *e;
     struct stat st;
     char path[PATH_MAX];
+    int err;
 
     if (is_ctl (ino)) {
         ctl_attr (gx, ino, &st);
@@ -819,7 +1042,12 @@ static void gfs_getattr (fuse_req_t req, fuse_ino_t ino,
         return;
     }
     n = node_of (gx, ino);
-    e = op_start (gx, node_path (gx, n, path, sizeof (path)), STATS_GETATTR);
+    err = op_start (gx, node_path (gx, n, path, sizeof (path)), STATS_GETATTR,
+                    &e);
+    if (err) {
+        reply_err (gx, req, e, err);
+        return;
+    }
     if (fstatat (n->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
         reply_err (gx, req, e, errno);
         return;
@@ -889,8 +1117,9 @@ static void gfs_setattr (fuse_req_t req, fuse_ino_t ino, struct stat *attr,
     int err, pass = 0;
 
     if (is_ctl (ino)) {
-        /* Only the truncation of `> reset` is accepted. */
-        if (ino != CTL_RESET || (to_set & ~FUSE_SET_ATTR_SIZE)) {
+        /* Only the truncation of `> reset` (or `> fault`) is accepted. */
+        if ((ino != CTL_RESET && ino != CTL_FAULT)
+            || (to_set & ~FUSE_SET_ATTR_SIZE)) {
             fuse_reply_err (req, EPERM);
             return;
         }
@@ -899,7 +1128,12 @@ static void gfs_setattr (fuse_req_t req, fuse_ino_t ino, struct stat *attr,
         return;
     }
     n = node_of (gx, ino);
-    e = op_start (gx, node_path (gx, n, path, sizeof (path)), STATS_SETATTR);
+    err = op_start (gx, node_path (gx, n, path, sizeof (path)), STATS_SETATTR,
+                    &e);
+    if (err) {
+        reply_err (gx, req, e, err);
+        return;
+    }
     do {
         if ((err = caller_begin (gx, req, pass)) != 0)
             break;
@@ -922,6 +1156,7 @@ static void gfs_readlink (fuse_req_t req, fuse_ino_t ino)
     struct node *n;
     struct stats_entry *e;
     char path[PATH_MAX];
+    int err;
     char buf[PATH_MAX];
     ssize_t len;
 
@@ -930,8 +1165,12 @@ static void gfs_readlink (fuse_req_t req, fuse_ino_t ino)
         return;
     }
     n = node_of (gx, ino);
-    e = op_start (gx, node_path (gx, n, path, sizeof (path)),
-                  STATS_READLINK);
+    err = op_start (gx, node_path (gx, n, path, sizeof (path)), STATS_READLINK,
+                    &e);
+    if (err) {
+        reply_err (gx, req, e, err);
+        return;
+    }
     if ((len = readlinkat (n->fd, "", buf, sizeof (buf) - 1)) < 0) {
         reply_err (gx, req, e, errno);
         return;
@@ -969,8 +1208,12 @@ static void make_node (fuse_req_t req, fuse_ino_t parent, const char *name,
         return;
     }
     p = node_of (gx, parent);
-    e = op_start (gx, child_path (gx, p, name, path, sizeof (path)),
-                  fields[kind]);
+    err = op_start (gx, child_path (gx, p, name, path, sizeof (path)),
+                    fields[kind], &e);
+    if (err) {
+        reply_err (gx, req, e, err);
+        return;
+    }
     do {
         if ((err = caller_begin (gx, req, pass)) != 0)
             break;
@@ -1028,8 +1271,12 @@ static void remove_name (fuse_req_t req, fuse_ino_t parent, const char *name,
         return;
     }
     p = node_of (gx, parent);
-    e = op_start (gx, child_path (gx, p, name, path, sizeof (path)),
-                  flags ? STATS_RMDIR : STATS_UNLINK);
+    err = op_start (gx, child_path (gx, p, name, path, sizeof (path)),
+                    flags ? STATS_RMDIR : STATS_UNLINK, &e);
+    if (err) {
+        reply_err (gx, req, e, err);
+        return;
+    }
     do {
         if ((err = caller_begin (gx, req, pass)) != 0)
             break;
@@ -1067,8 +1314,12 @@ static void gfs_rename (fuse_req_t req, fuse_ino_t parent, const char *name,
     }
     p = node_of (gx, parent);
     np = node_of (gx, newparent);
-    e = op_start (gx, child_path (gx, p, name, path, sizeof (path)),
-                  STATS_RENAME);
+    err = op_start (gx, child_path (gx, p, name, path, sizeof (path)),
+                    STATS_RENAME, &e);
+    if (err) {
+        reply_err (gx, req, e, err);
+        return;
+    }
     do {
         if ((err = caller_begin (gx, req, pass)) != 0)
             break;
@@ -1100,8 +1351,12 @@ static void gfs_link (fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
     }
     n = node_of (gx, ino);
     np = node_of (gx, newparent);
-    e = op_start (gx, child_path (gx, np, newname, path, sizeof (path)),
-                  STATS_LINK);
+    err = op_start (gx, child_path (gx, np, newname, path, sizeof (path)),
+                    STATS_LINK, &e);
+    if (err) {
+        reply_err (gx, req, e, err);
+        return;
+    }
     /* linkat (fd, "", AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH, which a
      * non-root fsuid lacks; the /proc path does not. */
     fd_path (n->fd, proc, sizeof (proc));
@@ -1154,7 +1409,11 @@ static void gfs_open (fuse_req_t req, fuse_ino_t ino,
         return;
     }
     n = node_of (gx, ino);
-    e = op_start (gx, node_path (gx, n, path, sizeof (path)), STATS_OPEN);
+    err = op_start (gx, node_path (gx, n, path, sizeof (path)), STATS_OPEN, &e);
+    if (err) {
+        reply_err (gx, req, e, err);
+        return;
+    }
     /* Reopening the O_PATH descriptor checks access as the caller. */
     fd_path (n->fd, proc, sizeof (proc));
     flags = (fi->flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL | O_NOCTTY))
@@ -1197,8 +1456,12 @@ static void gfs_create (fuse_req_t req, fuse_ino_t parent, const char *name,
         return;
     }
     p = node_of (gx, parent);
-    e = op_start (gx, child_path (gx, p, name, path, sizeof (path)),
-                  STATS_CREATE);
+    err = op_start (gx, child_path (gx, p, name, path, sizeof (path)),
+                    STATS_CREATE, &e);
+    if (err) {
+        reply_err (gx, req, e, err);
+        return;
+    }
     do {
         if ((err = caller_begin (gx, req, pass)) != 0)
             break;
@@ -1246,6 +1509,7 @@ static void gfs_read (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     char *buf;
     size_t got = 0;
     ssize_t n;
+    int err, shrt = 0;
 
     if (is_ctl (ino)) {
         ctl_read (req, size, off, fi);
@@ -1253,6 +1517,10 @@ static void gfs_read (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     }
     stats_add (gx->stats, h->st, STATS_READ, 1);
     op_delay (gx);
+    if ((err = op_fault (gx, entry_path (h->st), STATS_READ, &shrt)) != 0) {
+        reply_err (gx, req, h->st, err);
+        return;
+    }
     if (!(buf = thread_buf (size))) {
         reply_err (gx, req, h->st, ENOMEM);
         return;
@@ -1272,6 +1540,8 @@ static void gfs_read (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
             break;
         got += (size_t)n;
     }
+    if (shrt && got > 1)
+        got /= 2; /* the kernel takes it for the end of the file */
     stats_add (gx->stats, h->st, STATS_READ_BYTES, got);
     op_transfer (gx, got);
     fuse_reply_buf (req, buf, got);
@@ -1286,13 +1556,20 @@ static void gfs_write_buf (fuse_req_t req, fuse_ino_t ino,
     size_t size = fuse_buf_size (in);
     struct fuse_bufvec out = FUSE_BUFVEC_INIT (size);
     ssize_t n;
+    int err, shrt = 0;
 
     if (is_ctl (ino)) {
-        fuse_reply_write (req, size);   /* reset: the content is ignored */
+        ctl_write (gx, req, in, fi);
         return;
     }
     stats_add (gx->stats, h->st, STATS_WRITE, 1);
     op_delay (gx);
+    if ((err = op_fault (gx, entry_path (h->st), STATS_WRITE, &shrt)) != 0) {
+        reply_err (gx, req, h->st, err);
+        return;
+    }
+    if (shrt && size > 1)
+        out.buf[0].size = size /= 2; /* what fuse_buf_copy copies */
     op_transfer (gx, size);
     out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
     out.buf[0].fd = h->fd;
@@ -1310,13 +1587,17 @@ static void gfs_flush (fuse_req_t req, fuse_ino_t ino,
 {
     struct gfsemu *gx = fuse_req_userdata (req);
     struct handle *h = (struct handle *)(uintptr_t)fi->fh;
-    int fd;
+    int fd, err;
 
     if (is_ctl (ino)) {
-        fuse_reply_err (req, 0);
+        ctl_flush (gx, req, fi);
         return;
     }
     stats_add (gx->stats, h->st, STATS_FLUSH, 1);
+    if ((err = op_fault (gx, entry_path (h->st), STATS_FLUSH, NULL)) != 0) {
+        reply_err (gx, req, h->st, err);
+        return;
+    }
     /* What close () of the caller's descriptor would report (NFS-style
      * write-back errors). */
     if ((fd = dup (h->fd)) < 0 || close (fd) < 0) {
@@ -1330,10 +1611,15 @@ static void gfs_release (fuse_req_t req, fuse_ino_t ino,
                          struct fuse_file_info *fi)
 {
     struct gfsemu *gx = fuse_req_userdata (req);
+    int err = 0;
 
     if (is_ctl (ino)) {
         struct ctlhandle *ch = (struct ctlhandle *)(uintptr_t)fi->fh;
 
+        /* Opened for writing and closed unwritten (`: > fault`): no
+         * rules, at the release (shortly after the close). */
+        if (ch && ch->writer && !ch->written)
+            (void) fault_ctl_set (gx->faults, "", NULL, 0);
         if (ch) {
             free (ch->buf);
             free (ch);
@@ -1344,10 +1630,13 @@ static void gfs_release (fuse_req_t req, fuse_ino_t ino,
 
         handle_uncount (gx, h);         /* first: the close is done */
         stats_add (gx->stats, h->st, STATS_RELEASE, 1);
+        /* A faulted release still closes (the kernel ignores errors). */
+        if ((err = op_fault (gx, entry_path (h->st), STATS_RELEASE, NULL)))
+            stats_add (gx->stats, h->st, STATS_ERRORS, 1);
         close (h->fd);
         free (h);
     }
-    fuse_reply_err (req, 0);
+    fuse_reply_err (req, err);
 }
 
 static void gfs_fsync (fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -1355,7 +1644,7 @@ static void gfs_fsync (fuse_req_t req, fuse_ino_t ino, int datasync,
 {
     struct gfsemu *gx = fuse_req_userdata (req);
     struct handle *h = (struct handle *)(uintptr_t)fi->fh;
-    int rc;
+    int rc, err;
 
     if (is_ctl (ino)) {
         fuse_reply_err (req, 0);
@@ -1363,6 +1652,10 @@ static void gfs_fsync (fuse_req_t req, fuse_ino_t ino, int datasync,
     }
     stats_add (gx->stats, h->st, STATS_FSYNC, 1);
     op_delay (gx);
+    if ((err = op_fault (gx, entry_path (h->st), STATS_FSYNC, NULL)) != 0) {
+        reply_err (gx, req, h->st, err);
+        return;
+    }
     rc = datasync ? fdatasync (h->fd) : fsync (h->fd);
     reply_err (gx, req, h->st, rc < 0 ? errno : 0);
 }
@@ -1388,7 +1681,12 @@ static void gfs_opendir (fuse_req_t req, fuse_ino_t ino,
         return;
     }
     n = node_of (gx, ino);
-    e = op_start (gx, node_path (gx, n, path, sizeof (path)), STATS_OPENDIR);
+    err = op_start (gx, node_path (gx, n, path, sizeof (path)), STATS_OPENDIR,
+                    &e);
+    if (err) {
+        reply_err (gx, req, e, err);
+        return;
+    }
     fd_path (n->fd, proc, sizeof (proc));
     do {
         if ((err = caller_begin (gx, req, pass)) != 0)
@@ -1425,6 +1723,7 @@ static void gfs_readdir (fuse_req_t req, fuse_ino_t ino, size_t size,
     struct dirhandle *d = (struct dirhandle *)(uintptr_t)fi->fh;
     char *buf;
     size_t used = 0;
+    int err;
 
     if (is_ctl (ino)) {
         ctl_readdir (req, size, off);
@@ -1432,6 +1731,10 @@ static void gfs_readdir (fuse_req_t req, fuse_ino_t ino, size_t size,
     }
     stats_add (gx->stats, d->st, STATS_READDIR, 1);
     op_delay (gx);
+    if ((err = op_fault (gx, entry_path (d->st), STATS_READDIR, NULL)) != 0) {
+        reply_err (gx, req, d->st, err);
+        return;
+    }
     if (!(buf = thread_buf (size))) {
         reply_err (gx, req, d->st, ENOMEM);
         return;
@@ -1493,7 +1796,7 @@ static void gfs_fsyncdir (fuse_req_t req, fuse_ino_t ino, int datasync,
 {
     struct gfsemu *gx = fuse_req_userdata (req);
     struct dirhandle *d = (struct dirhandle *)(uintptr_t)fi->fh;
-    int rc;
+    int rc, err;
 
     if (is_ctl (ino)) {
         fuse_reply_err (req, 0);
@@ -1501,6 +1804,10 @@ static void gfs_fsyncdir (fuse_req_t req, fuse_ino_t ino, int datasync,
     }
     stats_add (gx->stats, d->st, STATS_FSYNC, 1);
     op_delay (gx);
+    if ((err = op_fault (gx, entry_path (d->st), STATS_FSYNC, NULL)) != 0) {
+        reply_err (gx, req, d->st, err);
+        return;
+    }
     rc = datasync ? fdatasync (dirfd (d->dp)) : fsync (dirfd (d->dp));
     reply_err (gx, req, d->st, rc < 0 ? errno : 0);
 }
@@ -1512,8 +1819,14 @@ static void gfs_statfs (fuse_req_t req, fuse_ino_t ino)
     struct stats_entry *e;
     struct statvfs sv;
     char path[PATH_MAX];
+    int err;
 
-    e = op_start (gx, node_path (gx, n, path, sizeof (path)), STATS_STATFS);
+    err = op_start (gx, node_path (gx, n, path, sizeof (path)), STATS_STATFS,
+                    &e);
+    if (err) {
+        reply_err (gx, req, e, err);
+        return;
+    }
     if (fstatvfs (n->fd, &sv) < 0) {
         reply_err (gx, req, e, errno);
         return;
@@ -1556,6 +1869,10 @@ static const struct fuse_lowlevel_ops gfs_ops = {
 
 #define OPT(t, m) { t, offsetof (struct options, m), 1 }
 
+enum {
+    KEY_FAULT = 1, /* fault=RULE, repeatable */
+};
+
 static const struct fuse_opt opt_spec[] = {
     OPT ("latency=%s", latency),
     OPT ("bandwidth=%s", bandwidth),
@@ -1568,29 +1885,50 @@ static const struct fuse_opt opt_spec[] = {
     OPT ("squash_uid=%u", squash_uid),
     OPT ("squash_gid=%u", squash_gid),
     OPT ("max_threads=%u", max_threads),
+    OPT ("fault_seed=%s", fault_seed),
+    FUSE_OPT_KEY ("fault=", KEY_FAULT),
     FUSE_OPT_END
 };
 
 static void usage (FILE *f)
 {
-    fprintf (f,
-"Usage: gfsemu BACKING MOUNTPOINT [-f] [-s] [-d] [-o OPTION[,OPTION...]]\n"
-"Serve BACKING at MOUNTPOINT, counting and throttling every request\n"
-"(run as root; allow_other,default_permissions are always on).\n"
-"\n"
-"gfsemu options:\n"
-"    -o latency=USEC          sleep USEC before every request (0)\n"
-"    -o bandwidth=BYTES       cap reads+writes of all clients at BYTES/s;\n"
-"                             K, M, G suffixes are powers of 1024 (no cap)\n"
-"    -o burst=BYTES           token bucket size (bandwidth/100, >= 128K)\n"
-"    -o timeout=SECS          entry, attribute and negative timeouts (0)\n"
-"    -o entry_timeout=SECS, attr_timeout=SECS, negative_timeout=SECS\n"
-"    -o root_squash           requests of uid 0 act as nobody (65534)\n"
-"    -o squash_uid=N, squash_gid=N   the ids root is squashed to\n"
-"    -o max_threads=N         worker threads (64)\n"
-"\n"
-"Counters: cat MOUNTPOINT/.gfsemu/stats; reset: : > MOUNTPOINT/.gfsemu/reset\n"
-"\n");
+    fprintf (
+        f,
+        "Usage: gfsemu BACKING MOUNTPOINT [-f] [-s] [-d] [-o "
+        "OPTION[,OPTION...]]\n"
+        "Serve BACKING at MOUNTPOINT, counting and throttling every request\n"
+        "(run as root; allow_other,default_permissions are always on).\n"
+        "\n"
+        "gfsemu options:\n"
+        "    -o latency=USEC          sleep USEC before every request (0)\n"
+        "    -o bandwidth=BYTES       cap reads+writes of all clients at "
+        "BYTES/s;\n"
+        "                             K, M, G suffixes are powers of 1024 (no "
+        "cap)\n"
+        "    -o burst=BYTES           token bucket size (bandwidth/100, >= "
+        "128K)\n"
+        "    -o timeout=SECS          entry, attribute and negative timeouts "
+        "(0)\n"
+        "    -o entry_timeout=SECS, attr_timeout=SECS, negative_timeout=SECS\n"
+        "    -o root_squash           requests of uid 0 act as nobody (65534)\n"
+        "    -o squash_uid=N, squash_gid=N   the ids root is squashed to\n"
+        "    -o max_threads=N         worker threads (64)\n"
+        "    -o fault=PATTERN:OP:ERROR[:WHEN]   inject a fault (repeatable; "
+        "rules\n"
+        "                             separated by ';' too): PATTERN an "
+        "fnmatch glob\n"
+        "                             of the path, OP a request or any, ERROR "
+        "EIO,\n"
+        "                             ENOSPC, EACCES, EDQUOT, EROFS, ..., "
+        "short or\n"
+        "                             hang, WHEN N, N+ or pP (default every "
+        "call)\n"
+        "    -o fault_seed=S          seed of the pP rules (0)\n"
+        "\n"
+        "Counters: cat MOUNTPOINT/.gfsemu/stats; reset: : > "
+        "MOUNTPOINT/.gfsemu/reset\n"
+        "Faults: cat MOUNTPOINT/.gfsemu/fault; set: echo RULES > .../fault\n"
+        "\n");
 }
 
 static int opt_proc (void *data, const char *arg, int key,
@@ -1598,6 +1936,17 @@ static int opt_proc (void *data, const char *arg, int key,
 {
     struct options *o = data;
 
+    if (key == KEY_FAULT) {
+        const char *rule = arg + strlen ("fault=");
+        size_t old = o->faults ? strlen (o->faults) : 0;
+        char *p = realloc (o->faults, old + strlen (rule) + 2);
+
+        if (!p)
+            return -1;
+        o->faults = p;
+        snprintf (p + old, strlen (rule) + 2, "%s%s", old ? "\n" : "", rule);
+        return 0;
+    }
     if (key == FUSE_OPT_KEY_NONOPT && !o->backing) {
         if (!(o->backing = strdup (arg)))
             return -1;
@@ -1624,6 +1973,7 @@ static int parse_seconds (const char *s, double *out)
 static int parse_options (struct gfsemu *gx)
 {
     struct options *o = &gx->opt;
+    char msg[256];
     uint64_t v;
     char *end;
 
@@ -1667,10 +2017,56 @@ static int parse_options (struct gfsemu *gx)
     }
     if (!gx->bandwidth)
         gx->burst = 0;
+    if (o->fault_seed) {
+        errno = 0;
+        gx->fault_seed = strtoull (o->fault_seed, &end, 10);
+        if (errno || end == o->fault_seed || *end || *o->fault_seed == '-') {
+            tier_log (LOG_ERR, "fault_seed=%s: expected a number",
+                      o->fault_seed);
+            return -1;
+        }
+    }
+    if (!(gx->fault_rules = fault_rules_parse (o->faults, gx->fault_seed, msg,
+                                               sizeof (msg)))) {
+        tier_log (LOG_ERR, "fault: %s", msg);
+        return -1;
+    }
     return 0;
 bad_timeout:
     tier_log (LOG_ERR, "timeouts are seconds >= 0");
     return -1;
+}
+
+/* The fault rules of the options in force.  A hang holds a worker
+ * thread: keep two for everything else (with -s none can hang, and hang
+ * rules answer EIO at once). */
+static int start_faults (struct gfsemu *gx, int singlethread)
+{
+    unsigned int hang_max = gx->opt.max_threads - 2;
+
+    if (singlethread || gx->opt.max_threads < 3)
+        hang_max = 0;
+    if (!(gx->faults = fault_ctl_create (gx->fault_rules, gx->fault_seed,
+                                         hang_max))) {
+        tier_log_error ("startup");
+        return -1;
+    }
+    gx->fault_rules = NULL;
+    return 0;
+}
+
+static void free_options (struct options *o)
+{
+    free (o->latency);
+    free (o->bandwidth);
+    free (o->burst);
+    free (o->timeout);
+    free (o->entry_timeout);
+    free (o->attr_timeout);
+    free (o->negative_timeout);
+    free (o->faults);
+    free (o->fault_seed);
+    free (o->backing);
 }
 
 /* Open the backing root (before mounting: it may be the mount point). */
@@ -1773,6 +2169,8 @@ int main (int argc, char **argv)
     }
     if (parse_options (&gx) < 0)
         goto done;
+    if (start_faults (&gx, opts.singlethread) < 0)
+        goto done;
     throttle_init (&gx.throttle, gx.bandwidth, gx.burst, throttle_now ());
     throttle_ready = 1;
     if (geteuid () != 0) {
@@ -1806,6 +2204,7 @@ int main (int argc, char **argv)
 
     if (!(se = fuse_session_new (&args, &gfs_ops, sizeof (gfs_ops), &gx)))
         goto done;
+    gx.se = se;
     if (fuse_set_signal_handlers (se) < 0)
         goto done;
     if (fuse_session_mount (se, opts.mountpoint) < 0)
@@ -1835,18 +2234,13 @@ done:
     if (throttle_ready)
         throttle_fini (&gx.throttle);
     stats_destroy (gx.stats);
+    fault_ctl_destroy (gx.faults);
+    fault_rules_destroy (gx.fault_rules);
     if (gx.nodes)
         free_nodes (&gx);
     free (opts.mountpoint);
     fuse_opt_free_args (&args);
-    free (gx.opt.latency);
-    free (gx.opt.bandwidth);
-    free (gx.opt.burst);
-    free (gx.opt.timeout);
-    free (gx.opt.entry_timeout);
-    free (gx.opt.attr_timeout);
-    free (gx.opt.negative_timeout);
-    free (gx.opt.backing);
+    free_options (&gx.opt);
     tier_log_fini ();
     return rc;
 }

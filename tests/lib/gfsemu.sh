@@ -22,6 +22,18 @@
 #                               throttle.stall_ns, latency.ops, config.burst
 #   gfsemu_reset MOUNT          zero every counter
 #   gfsemu_stats MOUNT          the whole stats file
+#   gfsemu_fault MOUNT RULE...  replace the fault rules by these (each
+#                               PATTERN:OP:ERROR[:WHEN] or seed=S; see
+#                               tests/gfsemu/README.md); a rule that does
+#                               not parse is an error and changes nothing
+#   gfsemu_fault_clear MOUNT    no more faults (hung requests get EIO)
+#   gfsemu_faults MOUNT         the rules, each with "# hits H matched M"
+#   gfsemu_fault_hits MOUNT RULE    how often RULE (as written) fired
+#   gfsemu_abort MOUNT          abort the FUSE connection (as
+#       /sys/fs/fuse/connections/N/abort does, N the mount's minor device
+#       number): every request in flight, hung ones included, fails
+#       (ECONNABORTED), later ones get ENOTCONN; the emulator exits
+#       (waited for) and the dead mount stays until gfsemu_stop
 #
 # An unknown FIELD or KEY is an error (status 2), never a silent 0.
 #
@@ -229,4 +241,71 @@ gfsemu_stat () {
             }
             print v
         }' "$_gm/.gfsemu/stats"
+}
+
+gfsemu_fault () {
+    _gm=$1
+    shift
+    printf '%s\n' "$@" >"$_gm/.gfsemu/fault"
+}
+
+gfsemu_fault_clear () {
+    echo >"$1/.gfsemu/fault"
+}
+
+gfsemu_faults () {
+    cat "$1/.gfsemu/fault"
+}
+
+gfsemu_fault_hits () {
+    GFSEMU_RULE_=$2 awk '
+        BEGIN { r = ENVIRON["GFSEMU_RULE_"] " # hits " }
+        index($0, r) == 1 {
+            split(substr($0, length(r) + 1), w, " ")
+            print w[1]; found = 1; exit
+        }
+        END { if (!found) { print "gfsemu: no rule " ENVIRON["GFSEMU_RULE_"] \
+                                > "/dev/stderr"
+                            exit 2 } }' "$1/.gfsemu/fault"
+}
+
+# The FUSE connection number of the gfsemu mount at $1: its device number
+# (major 0, so the minor) in mountinfo, read without entering the mount.
+gfsemu_conn_ () {
+    _gabs=$(gfsemu_abspath_ "$1") || return 1
+    _gabs=$(printf '%s' "$_gabs" | sed 's/ /\\040/g')
+    awk -v m="$_gabs" '
+        $5 == m {
+            for (i = 7; i <= NF; i++)
+                if ($i == "-") {
+                    if ($(i + 1) == "fuse.gfsemu")
+                        dev = $3
+                    break
+                }
+        }
+        END { if (dev == "") exit 1; sub(/^0:/, "", dev); print dev }' \
+        /proc/self/mountinfo
+}
+
+gfsemu_abort () {
+    _gm=$1
+    _gctl=/sys/fs/fuse/connections
+    if ! _gn=$(gfsemu_conn_ "$_gm"); then
+        echo "gfsemu_abort: no gfsemu mounted at $_gm" >&2
+        return 1
+    fi
+    if [ ! -e "$_gctl/$_gn/abort" ]; then
+        mount -t fusectl fusectl "$_gctl" 2>/dev/null
+    fi
+    if [ ! -e "$_gctl/$_gn/abort" ]; then
+        echo "gfsemu_abort: no $_gctl/$_gn/abort (fusectl)" >&2
+        return 1
+    fi
+    echo 1 >"$_gctl/$_gn/abort" || return 1
+    _gp=$(gfsemu_pid "$_gm")
+    if [ -n "$_gp" ] && ! gfsemu_wait_exit_ "$_gp"; then
+        echo "gfsemu_abort: pid $_gp still runs" >&2
+        return 1
+    fi
+    return 0
 }

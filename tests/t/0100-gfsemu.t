@@ -1,7 +1,8 @@
 #!/bin/bash
 # 0100-gfsemu.t - the GFS emulator: exact counters, POSIX permissions for
 # every user, root squash, the shared throttle (checked through its own
-# accounting, never through the test's wall-clock time), and clean stops.
+# accounting, never through the test's wall-clock time), injected faults
+# and hangs, and clean stops.
 test_description='GFS emulator (tests/gfsemu)'
 . "$(dirname "$0")/../lib/tap.sh"
 . "$TIER_SRCDIR/tests/lib/gfsemu.sh"
@@ -65,7 +66,8 @@ test_expect_success 'gfsemu is built and documents its options' '
     "$GFSEMU" --help >help.out &&
     grep -q "latency=USEC" help.out &&
     grep -q "bandwidth=BYTES" help.out &&
-    grep -q "root_squash" help.out
+    grep -q "root_squash" help.out &&
+    grep -q "fault=PATTERN:OP:ERROR" help.out
 '
 
 test_expect_success 'bad options are refused before mounting' '
@@ -77,6 +79,10 @@ test_expect_success 'bad options are refused before mounting' '
     ! "$GFSEMU" "$B" "$TRASH/bad" -f -o timeout=-1 2>err.out &&
     ! "$GFSEMU" "$B" "$TRASH/bad" -f -o no_such_option 2>err.out &&
     grep -q "no_such_option" err.out &&
+    ! "$GFSEMU" "$B" "$TRASH/bad" -f -o "fault=x:reed:EIO" 2>err.out &&
+    grep -q "unknown request .reed." err.out &&
+    ! "$GFSEMU" "$B" "$TRASH/bad" -f -o fault_seed=many 2>err.out &&
+    grep -q "fault_seed=many" err.out &&
     ! "$GFSEMU" "$TRASH/missing" "$TRASH/bad" -f 2>err.out &&
     ! gfsemu_mounted "$TRASH/bad"
 '
@@ -124,6 +130,7 @@ test_expect_success 'the control directory is hidden and not counted' '
     ! grep -q gfsemu ls.out &&
     ls "$M/.gfsemu" >ctl.out &&
     grep -qx stats ctl.out && grep -qx reset ctl.out &&
+    grep -qx fault ctl.out &&
     gfsemu_reset "$M" &&
     g0=$(gfsemu_stat "$M" . getattr) &&
     for i in 1 2 3 4 5; do cat "$M/.gfsemu/stats" >/dev/null; done &&
@@ -384,6 +391,160 @@ test_expect_success 'latency=2000: every counted request waits 2 ms' '
     done &&
     test "$delayed" = "$ops" &&
     gfsemu_stop "$D"
+'
+
+# Faults: rules from the options and the control file .gfsemu/fault.
+# Each check looks at what the application got and at the rule's own
+# counters; hangs are waited for through fault.hung, never by time.
+F=$TRASH/gfs-fault
+hung_is () {
+    test "$(gfsemu_value "$F" fault.hung)" = "$1"
+}
+gone () {
+    ! kill -0 "$1" 2>/dev/null
+}
+# N appends to $1, one WRITE each: a string of 0 (written) and 1 (failed).
+appends () {
+    _i=0
+    _s=
+    while [ "$_i" -lt "$2" ]; do
+        if echo "$_i" >>"$1" 2>/dev/null; then _s=${_s}0; else _s=${_s}1; fi
+        _i=$((_i + 1))
+    done
+    printf '%s' "$_s"
+}
+
+test_expect_success 'fault rules from the options: the fault file and stats show them' '
+    mkdir -p "$B/data/out" &&
+    start "$B" "$F" "fault_seed=42,fault=data/out/*.dat:write:EIO:2,fault=data/new*:create:ENOSPC" &&
+    ls "$F/.gfsemu" | grep -qx fault &&
+    gfsemu_faults "$F" >faults.out &&
+    grep -qx "seed=42" faults.out &&
+    grep -qxF "data/out/*.dat:write:EIO:2 # hits 0 matched 0" faults.out &&
+    grep -qxF "data/new*:create:ENOSPC # hits 0 matched 0" faults.out &&
+    test "$(gfsemu_value "$F" fault.rules)" = 2 &&
+    test "$(gfsemu_value "$F" fault.seed)" = 42 &&
+    test "$(gfsemu_value "$F" fault.hits)" = 0
+'
+
+test_expect_success 'EIO on the 2nd write of a pattern only' '
+    echo a >"$F/data/out/a.txt" && echo b >>"$F/data/out/a.txt" &&
+    echo 1 >>"$F/data/out/a.dat" &&
+    ! echo 2 2>err.out >>"$F/data/out/a.dat" &&
+    grep -q "Input/output error" err.out &&
+    echo 3 >>"$F/data/out/a.dat" &&
+    echo 4 >>"$F/data/out/b.dat" &&
+    printf "1\n3\n" | cmp - "$B/data/out/a.dat" &&
+    test "$(cat "$B/data/out/a.txt")" = "a
+b" &&
+    test "$(gfsemu_fault_hits "$F" "data/out/*.dat:write:EIO:2")" = 1 &&
+    grep -qxF "data/out/*.dat:write:EIO:2 # hits 1 matched 4" \
+        "$F/.gfsemu/fault" &&
+    test "$(gfsemu_value "$F" fault.hits)" = 1 &&
+    test "$(gfsemu_stat "$F" data/out/a.dat errors)" = 1 &&
+    test "$(gfsemu_stat "$F" data/out/a.dat write)" = 3
+'
+
+test_expect_success 'ENOSPC on create, not on the open of an existing file' '
+    ! touch "$F/data/newfile" 2>err.out &&
+    grep -q "No space left on device" err.out &&
+    test ! -e "$B/data/newfile" &&
+    echo old >"$B/data/new_exists" &&
+    echo new >"$F/data/new_exists" &&
+    test "$(cat "$B/data/new_exists")" = new &&
+    test "$(gfsemu_fault_hits "$F" "data/new*:create:ENOSPC")" = 1
+'
+
+test_expect_success 'a bad rule, or a user, changes nothing' '
+    ! gfsemu_fault "$F" "data/*:reed:EIO" 2>err.out &&
+    grep -q "Invalid argument" err.out &&
+    ! as alice sh -c "echo \"*:any:EIO\" >$F/.gfsemu/fault" 2>/dev/null &&
+    test "$(gfsemu_value "$F" fault.rules)" = 2 &&
+    test "$(gfsemu_value "$F" fault.hits)" = 2 &&
+    cat "$F/data/small" >/dev/null
+'
+
+test_expect_success 'EACCES on open of one path; new rules replace the old' '
+    gfsemu_fault "$F" "data/small:open:EACCES" &&
+    test "$(gfsemu_value "$F" fault.rules)" = 1 &&
+    ! cat "$F/data/small" 2>err.out &&
+    grep -q "Permission denied" err.out &&
+    test -e "$F/data/small" &&
+    cat "$F/data/public" >/dev/null &&
+    touch "$F/data/newfile" && rm "$F/data/newfile" &&
+    test "$(gfsemu_fault_hits "$F" data/small:open:EACCES)" = 1
+'
+
+test_expect_success 'a short write: dd is told half, and writes the rest' '
+    gfsemu_fault "$F" "data/short:write:short:1" &&
+    strace -o dd.trace -e trace=write \
+        dd if="$B/data/f5a" of="$F/data/short" bs=1M count=1 status=none &&
+    grep -E "^write\(1, .*, 1048576\) += 524288$" dd.trace &&
+    grep -E "^write\(1, .*, 524288\) += 524288$" dd.trace &&
+    cmp -n $MIB "$B/data/f5a" "$B/data/short" &&
+    test "$(stat -c %s "$B/data/short")" = $MIB &&
+    test "$(gfsemu_stat "$F" data/short write)" = 2 &&
+    test "$(gfsemu_fault_hits "$F" data/short:write:short:1)" = 1
+'
+
+test_expect_success 'a probability rule picks the same calls for a seed' '
+    gfsemu_fault "$F" "data/p*:write:EIO:p50" &&
+    test "$(gfsemu_value "$F" fault.seed)" = 42 &&
+    p1=$(appends "$F/data/p1" 32) &&
+    gfsemu_fault "$F" "data/p*:write:EIO:p50" &&
+    p2=$(appends "$F/data/p2" 32) &&
+    gfsemu_fault "$F" "seed=7" "data/p*:write:EIO:p50" &&
+    p3=$(appends "$F/data/p1" 32) &&
+    echo "seed 42: $p1, again: $p2, seed 7: $p3" &&
+    test "$p1" = "$p2" && test "$p1" != "$p3" &&
+    case $p1 in *0*1*|*1*0*) ;; *) false ;; esac &&
+    ones=$(printf "%s" "$p3" | tr -d 0 | wc -c) &&
+    test "$(gfsemu_value "$F" fault.hits)" = "$ones" &&
+    rm -f "$B"/data/p[12]
+'
+
+test_expect_success 'a hung read holds its reader; other paths are answered' '
+    gfsemu_fault "$F" "data/f10:read:hang" &&
+    { dd if="$F/data/f10" of=hang.out bs=64k iflag=direct status=none \
+        2>hang.err & hp=$!; } &&
+    echo "$hp" >hang.pid &&
+    wait_for 10 hung_is 1 &&
+    timeout -k 5 10 stat "$F/data/small" >/dev/null &&
+    timeout -k 5 10 cat "$F/data/f5a" | cmp - "$B/data/f5a" &&
+    timeout -k 5 10 ls "$F/data" >/dev/null &&
+    kill -0 "$hp" && hung_is 1
+'
+
+test_expect_success 'clearing the rules answers the hung read with EIO' '
+    hp=$(cat hang.pid) &&
+    gfsemu_fault_clear "$F" &&
+    wait_for 10 gone "$hp" &&
+    { wait "$hp"; test $? != 0; } &&
+    grep -q "Input/output error" hang.err &&
+    hung_is 0 &&
+    test "$(gfsemu_value "$F" fault.rules)" = 0 &&
+    cat "$F/data/f10" | cmp - "$B/data/f10"
+'
+
+test_expect_success 'gfsemu_abort ends a hang: the mount then reports ENOTCONN' '
+    gfsemu_fault "$F" "data/f5b:read:hang" &&
+    { cat "$F/data/f5b" >/dev/null 2>abort.err & hp=$!; } &&
+    wait_for 10 hung_is 1 &&
+    fp=$(gfsemu_pid "$F") &&
+    gfsemu_abort "$F" &&
+    wait_for 10 gone "$hp" &&
+    { wait "$hp"; test $? != 0; } &&
+    ! kill -0 "$fp" 2>/dev/null &&
+    ! stat "$F/data/small" 2>err.out &&
+    grep -q "Transport endpoint is not connected" err.out &&
+    gfsemu_stop "$F" && ! gfsemu_mounted "$F"
+'
+
+test_expect_success 'the emulator starts again on that mount point' '
+    start "$B" "$F" &&
+    test "$(gfsemu_value "$F" fault.rules)" = 0 &&
+    cat "$F/data/f5b" | cmp - "$B/data/f5b" &&
+    gfsemu_stop "$F"
 '
 
 O=$TRASH/overlay
