@@ -38,6 +38,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -50,6 +52,7 @@
 #define CMD_BURST 256          /* commands read before due files */
 #define RECV_TIMEOUT_MS 30000  /* a begun message must come whole */
 #define NOTED_TIMEOUT_MS 30000 /* the agent records a publishing within */
+#define OUTBOX_LOCK_TRIES 200  /* of 50 ms: an earlier migrator's end */
 
 /* ---------------------------------------------------------- its files */
 
@@ -603,11 +606,40 @@ static void migrator_loop (struct migrator *m)
 
 /* -------------------------------------------------------------- setup */
 
+/* One writer per outbox, ever: a migrator of the job that is still
+ * alive (its agent died a moment ago and its parent-death signal is on
+ * its way, or it is stopped) holds the lock on the job's outbox until it
+ * is gone; the new one waits for that, then gives up (the agent starts
+ * it again later).  The descriptor stays open for the process's life. */
+static int outbox_lock (const struct migrate_spec *s,
+                        const struct tier_conf *conf)
+{
+    int fd = migrate_outbox_open (conf, s->job_id, s->restart, -1);
+
+    if (fd < 0)
+        return 0; /* no outbox: reported by migrator_main */
+    for (int i = 0; i < OUTBOX_LOCK_TRIES; i++) {
+        struct timespec ts = { 0, 50 * 1000 * 1000 };
+        if (flock (fd, LOCK_EX | LOCK_NB) == 0)
+            return 0;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            break;
+        (void) nanosleep (&ts, NULL);
+    }
+    (void) dprintf (2,
+                    "tierd-mig: job %u: another migrator still holds "
+                    "its outbox\n",
+                    s->job_id);
+    return -1;
+}
+
 int migrator_as_root (void *arg)
 {
     struct migrator_arg *ma = arg;
     const struct migrate_spec *s = ma->spec;
 
+    if (outbox_lock (s, ma->conf) < 0)
+        return -1;
     for (int k = 0; k < s->ndirs; k++)
         /* a write cache that is gone is reported once the channel can
          * say so (migrator_main) */

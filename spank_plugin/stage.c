@@ -544,13 +544,28 @@ static int outputs_left (const struct tier_conf *conf, uint32_t job_id,
     return 0;
 }
 
+/* The job's write caches on this node are there (the agent was told of
+ * them, or died before it could be). */
+static bool outbox_exists (const struct tier_conf *conf, uint32_t job_id,
+                           uint32_t restart)
+{
+    char path[PATH_MAX];
+    struct stat st;
+
+    return snprintf (path, sizeof (path), "%s/.outbox/%u.%u", conf->nvdimm_dir,
+                     job_id, restart)
+               < (int) sizeof (path)
+           && lstat (path, &st) == 0 && S_ISDIR (st.st_mode);
+}
+
 int stage_out_sync_end (const struct tier_conf *conf, const char *conf_path,
-                        uint32_t job_id, int64_t timeout_ms,
-                        struct tier_stageout_left *left, tier_error_t *error)
+                        uint32_t job_id, uint32_t restart, const char *list,
+                        int64_t timeout_ms, struct tier_stageout_left *left,
+                        tier_error_t *error)
 {
     int64_t deadline = tier_now_ms () + timeout_ms, now;
     int pause_ms = 100, lost = 0;
-    bool unreachable;
+    bool unreachable, started = false;
     tier_error_t e;
 
     for (;;) {
@@ -560,6 +575,14 @@ int stage_out_sync_end (const struct tier_conf *conf, const char *conf_path,
             == 0)
             break;
         if (!unreachable) {
+            /* an agent that died before it heard of the job's write
+             * caches (they are there): tell it now, and ask again */
+            if (errno == ENOENT && !started && list && list[0]
+                && outbox_exists (conf, job_id, restart)
+                && stage_out_start (conf, job_id, restart, list, &e) == 0) {
+                started = true;
+                continue;
+            }
             /* a restarted agent that finished the job before we asked
              * again, or one that never had its outputs */
             if (errno == ENOENT

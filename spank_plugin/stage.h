@@ -99,12 +99,15 @@ int stage_out_sync (const struct tier_conf *conf, uint32_t job_id,
 /* The epilog's stage_out_sync (with end), across restarts of the agent:
  * when it cannot be reached or dies while it waits, start one (if the
  * plugin starts agents) and ask the restarted one, whose resumed
- * migrations answer -- all within timeout_ms.  Returns 0 with what is
+ * migrations answer -- all within timeout_ms.  An agent that never
+ * heard of the job's write caches (they are there) is told of them
+ * (list, as for stage_out_start) first.  Returns 0 with what is
  * left (left->unreachable: no agent answered before the bound), or -1
  * with an error the agent answered.
  */
 int stage_out_sync_end (const struct tier_conf *conf, const char *conf_path,
-                        uint32_t job_id, int64_t timeout_ms,
-                        struct tier_stageout_left *left, tier_error_t *error);
+                        uint32_t job_id, uint32_t restart, const char *list,
+                        int64_t timeout_ms, struct tier_stageout_left *left,
+                        tier_error_t *error);
 
 #endif /* !TIER_SPANK_STAGE_H */

@@ -526,11 +526,17 @@ static void sync_outputs_end (const struct tier_conf *conf, uint32_t job_id)
     static char list[TIER_OPT_VALUE_MAX];
     struct tier_stageout_left left;
     tier_error_t error;
+    uint32_t restart = 0;
+    char r[32];
 
+    if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_RESTART, r,
+                      sizeof (r))
+        == 0)
+        restart = (uint32_t) strtoul (r, NULL, 10);
     if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_STAGEOUT, list,
                       sizeof (list)) < 0 || !list[0])
         return;
-    if (stage_out_sync_end (conf, tier.conf_path, job_id,
+    if (stage_out_sync_end (conf, tier.conf_path, job_id, restart, list,
                             (int64_t) conf->stage_out_timeout * 1000, &left,
                             &error)
         < 0) {
