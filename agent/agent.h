@@ -192,6 +192,7 @@ json_t *op_job_stageout_sync (struct agent *a, struct conn *c, json_t *req,
 json_t *op_job_outputs (struct agent *a, struct conn *c, json_t *req,
                         tier_error_t *error);
 void migrate_job_end (struct agent *a, const struct store_job *job);
+void migrate_job_end_unseen (struct agent *a, const struct store_job *job);
 void migrate_conn_gone (struct agent *a, struct conn *c);
 /* false: its children (migrators, manifest writers) are child.c's */
 void migrate_tick (struct agent *a);

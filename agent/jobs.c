@@ -189,7 +189,7 @@ int jobs_reconcile_finish (struct agent *a)
         if (store_job_put (a->store, &j, &error) == 0) {
             tier_log (LOG_NOTICE, "job %u ended while tierd was down: "
                       "reconciled", j.job_id);
-            migrate_job_end (a, &j);    /* its outputs, when they arrive */
+            migrate_job_end_unseen (a, &j); /* its outputs, when they arrive */
             n++;
         }
     }

@@ -266,6 +266,21 @@ static int mig_spawn (struct agent *a, struct mig *g)
 
 /* ------------------------------------------------------------ waiters */
 
+void migrate_late (struct agent *a, struct mig *g, const char *why)
+{
+    if (g->spec.late)
+        return;
+    g->spec.late = true;
+    tier_log (LOG_WARNING,
+              "job %u: ended before its outputs were all on "
+              "the GFS (%s): they are kept and retried; its dependents may "
+              "have started without them",
+              g->job_id, why);
+    if (migrate_outbox_write_dirs (a, g) < 0)
+        tier_log (LOG_WARNING, "job %u: cannot record that in the outbox",
+                  g->job_id);
+}
+
 static void answer (struct agent *a, struct mig *g, struct migrate_waiter *w,
                     bool timed_out)
 {
@@ -352,6 +367,8 @@ void migrate_settle (struct agent *a, struct mig *g)
         struct migrate_waiter *w = *pp;
         if ((ready && w->seq <= g->seq_done) || now >= w->deadline_ms) {
             *pp = w->next;
+            if (w->end && !ready)
+                migrate_late (a, g, "its epilog's StageOutTimeout passed");
             answer (a, g, w, !clean);
             free (w);
         }
@@ -478,6 +495,7 @@ json_t *op_job_stageout_sync (struct agent *a, struct conn *c, json_t *req,
         w->seq = g->seq_sent + 1;
     w->c = c;
     w->msgid = c->req_id;
+    w->end = end;
     w->deadline_ms = tier_now_ms ()
                      + (timeout > 0 ? timeout : (wait ? WAIT_FOREVER_MS : 0));
     w->next = g->waiters;
@@ -519,11 +537,11 @@ json_t *op_job_outputs (struct agent *a, struct conn *c, json_t *req,
     lc.g = mig_find (job.job_id, job.restart);
     lc.arr = json_array ();
     (void) migrate_rec_list (a, &lc, error);
-    return json_pack ("{s:s s:I s:i s:i s:i s:i s:b s:o}", "node", a->node,
-                      "job_id", job_id, "done", lc.done, "pending",
-                      lc.pending, "failed", lc.failed, "conflicts",
-                      lc.conflicts, "in_flight", lc.g != NULL, "outputs",
-                      lc.arr);
+    return json_pack ("{s:s s:I s:i s:i s:i s:i s:b s:b s:o}", "node", a->node,
+                      "job_id", job_id, "done", lc.done, "pending", lc.pending,
+                      "failed", lc.failed, "conflicts", lc.conflicts,
+                      "in_flight", lc.g != NULL, "late",
+                      lc.g && lc.g->spec.late, "outputs", lc.arr);
 }
 
 /* ----------------------------------------------------- the agent's hooks */
@@ -540,6 +558,17 @@ void migrate_job_end (struct agent *a, const struct store_job *job)
         g->ended = true;
         (void) sync_now (g);
     }
+}
+
+/* The job ended while no agent ran (its epilog could not wait for the
+ * outputs): the same, and its outputs are late. */
+void migrate_job_end_unseen (struct agent *a, const struct store_job *job)
+{
+    struct mig *g = mig_find (job->job_id, job->restart);
+
+    if (g && !g->manifest_done)
+        migrate_late (a, g, "it ended while no tierd ran");
+    migrate_job_end (a, job);
 }
 
 void migrate_fini (struct agent *a)

@@ -60,6 +60,10 @@ struct migrate_spec {
     gid_t gid;
     int64_t job_start; /* epoch s: GFS changes after it are not
                                  * ours unless we made them */
+    bool late;         /* the job ended before its outputs were all on
+                                 * the GFS (its epilog gave up, or it ran
+                                 * while no agent did): dependents may
+                                 * have started without them */
     int ndirs;
     char gfs[MIGRATE_DIRS_MAX][PATH_MAX];
     char url[MIGRATE_DIRS_MAX][TIER_URL_MAX + 1]; /* DIR=URL, or "" */
@@ -137,6 +141,7 @@ struct migrate_waiter {
     uint32_t msgid;
     unsigned seq;
     int64_t deadline_ms;
+    bool end; /* the epilog's */
     struct migrate_waiter *next;
 };
 
@@ -164,6 +169,9 @@ struct mig {
 /* migrate.c: send a command to g's migrator (-1 if it has none now, or
  * its queue is full: syncs are sent again from the tick). */
 int migrate_tell (struct mig *g, const struct migmsg *m);
+/* migrate.c: the job ended before its outputs were all on the GFS
+ * (recorded in the outbox, shown in job.outputs and the manifest) */
+void migrate_late (struct agent *a, struct mig *g, const char *why);
 /* migrate.c: waiters, and the end of a finished job (may free g) */
 void migrate_settle (struct agent *a, struct mig *g);
 

@@ -88,12 +88,12 @@ static char *manifest_text (struct agent *a, struct mig *g)
     if (!lc.arr)
         return NULL;
     (void) migrate_rec_list (a, &lc, &e);
-    o = json_pack ("{s:i s:I s:I s:s s:I s:i s:i s:i s:i s:o}", "format", 1,
+    o = json_pack ("{s:i s:I s:I s:s s:I s:i s:i s:i s:i s:b s:o}", "format", 1,
                    "job_id", (json_int_t) g->job_id, "restart",
                    (json_int_t) g->restart, "node", a->node, "time",
                    (json_int_t) time (NULL), "done", lc.done, "pending",
                    lc.pending, "failed", lc.failed, "conflicts", lc.conflicts,
-                   "outputs", lc.arr);
+                   "late", g->spec.late, "outputs", lc.arr);
     text = o ? json_dumps (o, JSON_INDENT (1) | JSON_SORT_KEYS) : NULL;
     json_decref (o);
     return text;

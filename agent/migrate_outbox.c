@@ -30,6 +30,9 @@
 #include "lib/trust.h"
 #include "migrate.h"
 
+/* An outbox being removed: JOB.RESTART renamed first. */
+#define GONE_PREFIX ".gone-"
+
 /* NvdimmDir, and rel beneath it: directories only root may enter
  * (lib/trust.h's ROOT_DIR, nothing for group or others), as the plugin
  * makes them (spank_plugin/ns.c's mount_outbox). */
@@ -114,6 +117,7 @@ int migrate_outbox_parse_dirs (json_t *dirs, json_t *urls,
     json_t *v;
 
     if (json_is_object (dirs)) {
+        s->late = json_is_true (json_object_get (dirs, "late"));
         urls = json_object_get (dirs, "urls");
         dirs = json_object_get (dirs, "dirs");
     }
@@ -161,7 +165,8 @@ int migrate_outbox_write_dirs (struct agent *a, const struct mig *g)
         json_array_append_new (urls, json_string (g->spec.url[k]));
     }
     if (!arr || !urls
-        || !(o = json_pack ("{s:O s:O}", "dirs", arr, "urls", urls))
+        || !(o = json_pack ("{s:O s:O s:b}", "dirs", arr, "urls", urls, "late",
+                            g->spec.late))
         || !(text = json_dumps (o, JSON_COMPACT)))
         goto out;
     /* temp + rename: a restarted agent reads it whole or not at all */
@@ -250,13 +255,21 @@ int migrate_outbox_missing (struct agent *a, const struct mig *g, char *first,
 
 void migrate_outbox_remove (struct agent *a, const struct mig *g)
 {
-    char name[64];
+    char name[64], gone[80];
     tier_error_t e;
     int fd;
 
     (void) snprintf (name, sizeof (name), "%u.%u", g->job_id, g->restart);
+    (void) snprintf (gone, sizeof (gone), GONE_PREFIX "%u.%u", g->job_id,
+                     g->restart);
     if ((fd = outbox_dir (a->conf, ".outbox", &e)) >= 0) {
-        if (tier_rmtree_at (fd, name, &e) < 0)
+        /* out of the way at once, then removed: a crash in between
+         * leaves a name the next agent removes (never a half outbox
+         * without its dirs.json) */
+        if (renameat (fd, name, fd, gone) < 0)
+            tier_log (LOG_WARNING, "job %u: outbox: rename: %s", g->job_id,
+                      strerror (errno));
+        else if (tier_rmtree_at (fd, gone, &e) < 0)
             tier_log (LOG_WARNING, "job %u: outbox: %s", g->job_id, e.text);
         close (fd);
     }
@@ -349,8 +362,16 @@ void migrate_outbox_foreach (struct agent *a, migrate_outbox_f fn)
         close (boxfd);
         return;
     }
-    while ((de = readdir (d)))
+    while ((de = readdir (d))) {
+        if (!strncmp (de->d_name, GONE_PREFIX, strlen (GONE_PREFIX))) {
+            /* a removal that a crash cut short */
+            if (tier_rmtree_at (boxfd, de->d_name, &e) < 0)
+                tier_log (LOG_WARNING, "outbox %s/%s: %s", path, de->d_name,
+                          e.text);
+            continue;
+        }
         outbox_found (a, boxfd, path, de->d_name, fn);
+    }
     closedir (d);
     close (boxfd);
 }

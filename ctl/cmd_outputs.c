@@ -82,6 +82,9 @@ int cmd_outputs (struct ctl *ctl, int argc, char **argv)
                                                              "conflicts")),
             json_is_true (json_object_get (res, "in_flight"))
             ? "" : " (migrations finished)");
+    if (json_is_true (json_object_get (res, "late")))
+        printf ("late: the job ended before these were all on the GFS; its "
+                "dependents may have started without them\n");
     json_array_foreach (json_object_get (res, "outputs"), i, v) {
         const char *st = json_string_value (json_object_get (v, "state"));
         const char *path = json_string_value (json_object_get (v, "url"));

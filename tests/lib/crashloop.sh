@@ -16,6 +16,7 @@
 # supervisor restarts it) or one of its children -- migrator, stager,
 # copier, fetcher, manifest writer -- found by its comm below the
 # agent's pid, never by a name match on the whole system.  With
+# CRASH_NOKILL=1 nothing is killed (a load test: t/0410).  With
 # CRASH_SLURMD=1 a slurmd is killed too once in a while (restarted at
 # once); jobs that Slurm then fails or requeues are counted apart.
 #
@@ -50,11 +51,17 @@ CR_LATE=0
 for _k in $CR_KINDS slurmd; do CR_KILLS[$_k]=0; done
 for _v in bad_output partial bad_replica leak false_conflict dep_incomplete; do CR_BAD[$_v]=0; done
 
+# a new version of the shared input (each iteration fetches it again)
+cr_new_shared () {
+    as_user alice sh -c "head -c ${CRASH_DB_MB:-24}M /dev/urandom > $CR_DB/shared.bin.new && mv $CR_DB/shared.bin.new $CR_DB/shared.bin" &&
+    sha256sum <"$CR_DB/shared.bin" | cut -c1-64 >"$TRASH/crash-db.sum"
+}
+
 crashloop_setup () {
     as_user alice mkdir -p "$CR_DB" "$CR_IN" "$CR_SUMS" "$CR_H/crash" "$CR_H/crash-err" || return 1
-    as_user alice sh -c "head -c 6M /dev/urandom > $CR_DB/shared.bin" || return 1
+    cr_new_shared || return 1
     for t in $(seq "$CRASH_TASKS"); do
-        as_user alice sh -c "head -c 300000 /dev/urandom > $CR_IN/q$t.txt" || return 1
+        as_user alice sh -c "head -c ${CRASH_IN_KB:-4096}K /dev/urandom > $CR_IN/q$t.txt" || return 1
     done
     cat >"$CR_H/crash-task.sh" <<EOF
 #!/bin/bash
@@ -77,7 +84,6 @@ done
 EOF
     chmod 755 "$CR_H/crash-task.sh" "$CR_H/crash-verify.sh"
     chown alice "$CR_H/crash-task.sh" "$CR_H/crash-verify.sh"
-    sha256sum <"$CR_DB/shared.bin" | cut -c1-64 >"$TRASH/crash-db.sum"
 }
 
 # "KIND NODE PID" of every child of this cluster's agents (below the pid
@@ -113,9 +119,11 @@ cr_killer () {
         if [ "${CRASH_SLURMD:-0}" = 1 ] && [ $((RANDOM % 40)) = 0 ]; then
             kind=slurmd
             pid=$(cat "$CLUSTER/run/slurmd-$node.dpid" 2>/dev/null)
-        elif [ $((RANDOM % 4)) != 0 ] &&
-             line=$(cr_children | shuf -n 1) && [ -n "$line" ]; then
-            read -r kind node pid <<<"$line"
+        elif [ $((RANDOM % 4)) != 0 ] && cr_children >"$stop.c" && [ -s "$stop.c" ]; then
+            # a kind among those running, then one of its processes:
+            # the short-lived kinds get their share
+            kind=$(awk '{ print $1 }' "$stop.c" | sort -u | shuf -n 1)
+            read -r kind node pid <<<"$(awk -v k="$kind" '$1 == k' "$stop.c" | shuf -n 1)"
         fi
         [ -n "$pid" ] && [ -d "/proc/$pid" ] || continue
         kill -9 "$pid" 2>/dev/null && echo "$kind $node $pid" >>"$TRASH/crash-kills"
@@ -141,9 +149,11 @@ cr_outboxes_empty () {
 }
 
 crashloop_iteration () {
-    local i=$1 id dep st out t v conflicts0 conflicts1 n0 state
+    local i=$1 id dep st out t v conflicts0 conflicts1 n0 state t0
+    t0=$(date +%s)
     out=$CR_H/crash/$i
     as_user alice mkdir -p "$out" || return 1
+    [ "$i" = 1 ] || cr_new_shared || return 1
     cr_residue >"$TRASH/residue.before"
     conflicts0=$(cat "$CLUSTER"/log/tierd-n?.log 2>/dev/null | grep -c "conflict on")
     n0=$(cat "$CLUSTER"/log/slurmd-n?.log | wc -l)
@@ -153,11 +163,15 @@ crashloop_iteration () {
     dep=$(cd "$CR_H" && as_user alice sbatch --parsable --tier-cache=off \
         --dependency=afterok:"$id" -o "$CR_H/crash-v$i.out" "$CR_H/crash-verify.sh" "$i") || return 1
     touch "$TRASH/crash-run"
-    cr_killer "$TRASH/crash-run" &
-    st=$!
-    wait_for 300 job_done "$id"
+    if [ "${CRASH_NOKILL:-0}" = 1 ]; then
+        st=
+    else
+        cr_killer "$TRASH/crash-run" &
+        st=$!
+    fi
+    wait_for "${CRASH_ARRAY_TIMEOUT:-300}" job_done "$id"
     rm -f "$TRASH/crash-run"
-    wait "$st"
+    [ -z "$st" ] || wait "$st"
     wait_for 120 job_done "$dep" || scancel "$dep"
     CR_ITER=$((CR_ITER + 1))
     state=$(job_state "$id")
@@ -203,20 +217,24 @@ crashloop_iteration () {
         CR_BAD[leak]=$((CR_BAD[leak] + 1))
         echo "# iteration $i: left behind:"; diff "$TRASH/residue.before" "$TRASH/residue.after" | sed 's/^/#   /'
     fi
+    echo "# iteration $i: array $id $state, $(( $(date +%s) - t0 )) s"
     return 0
 }
 
-crashloop_kills () {
-    local k total=0
+cr_count_kills () {
+    local k
     for k in $CR_KINDS slurmd; do
         CR_KILLS[$k]=$(awk -v k="$k" '$1 == k' "$TRASH/crash-kills" 2>/dev/null | wc -l)
-        total=$((total + CR_KILLS[$k]))
     done
-    echo "$total"
+}
+
+crashloop_kills () {
+    cat "$TRASH/crash-kills" 2>/dev/null | wc -l
 }
 
 crashloop_report () {
     local k v total
+    cr_count_kills
     total=$(crashloop_kills)
     echo "# crash loop: $CR_ITER iterations, $total kills ($(for k in $CR_KINDS slurmd; do printf '%s %s, ' "$k" "${CR_KILLS[$k]}"; done | sed 's/, $//'))"
     echo "# arrays not run to completion by Slurm: $CR_NOTRUN; dependents told the bound passed: $CR_LATE"

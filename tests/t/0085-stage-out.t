@@ -201,6 +201,14 @@ test_expect_success 'the job'"'"'s stderr and its record name the file and the r
     grep -q "^failed .*data.bin .*Permission denied" $TRASH/ro &&
     grep -q "ro/data.bin did not reach the GFS: .*Permission denied" $CLUSTER/log/tierd-n3.log
 '
+# the epilog waited StageOutTimeout for it: late, wherever one looks
+test_expect_success 'past StageOutTimeout the outputs are late: the log, tierctl outputs and the manifest say so' '
+    id=$(cat $TRASH/ro.id) &&
+    grep -q "job $id: ended before its outputs were all on the GFS (its epilog.s StageOutTimeout passed)" $CLUSTER/log/tierd-n3.log &&
+    grep -q "^late: the job ended before these were all on the GFS" $TRASH/ro &&
+    (cd $H && as_user alice $TIERCTL -N n3 outputs --job $id --json) | python3 -c "
+import json,sys; o=json.load(sys.stdin); assert o[\"late\"] is True, o"
+'
 test_expect_success 'tierctl status shows the agent and the failed migration, with file and reason' '
     id=$(cat $TRASH/ro.id) && v=$($CLUSTER/lib/tierd --version | cut -d" " -f2) &&
     (cd $H && as_user alice $TIERCTL -N n3 status) >$TRASH/rost && cat $TRASH/rost &&
@@ -228,6 +236,9 @@ test_expect_success 'once writable, flush completes them; a failed migration cou
     (cd $H && as_user alice $TIERCTL -N n3 flush --job $id) &&
     test "$(sha256sum < $H/ro/data.bin | cut -d" " -f1)" = "$(cut -d" " -f1 $H/ro.sum)" &&
     wait_for 20 outbox_empty n3 && no_drain &&
+    python3 -c "
+import json,sys; m=json.load(open(sys.argv[1])); assert m[\"late\"] is True and m[\"done\"] == 1, m" \
+        $GFS/.tier/users/alice/jobs/$id.0/outputs-n3.json &&
     grep -c "ro/data.bin did not reach the GFS" $CLUSTER/log/tierd-n3.log >$TRASH/nf && cat $TRASH/nf &&
     test "$(cat $TRASH/nf)" -ge 2 &&
     wait_for 30 ro_done $id ||
