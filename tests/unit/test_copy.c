@@ -5,7 +5,9 @@
  *
  * Linked with -Wl,--wrap= for copy_file_range, sendfile, renameat2 and
  * fsync (see copy.mk), so that the fallbacks and failures of the engine
- * can be forced and its concurrency observed.
+ * can be forced and its concurrency observed; and for clock_gettime and
+ * clock_nanosleep, so that the rate limit's accounting runs on a virtual
+ * clock (a loaded machine oversleeps, which changes the figures).
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
@@ -56,10 +59,67 @@ ssize_t __wrap_copy_file_range (int in, loff_t *oin, int out, loff_t *oout,
 ssize_t __real_sendfile (int, int, off_t *, size_t);
 ssize_t __wrap_sendfile (int out, int in, off_t *off, size_t n);
 int __real_renameat2 (int, const char *, int, const char *, unsigned int);
+int __real_clock_gettime (clockid_t, struct timespec *);
+int __wrap_clock_gettime (clockid_t id, struct timespec *ts);
+int __real_clock_nanosleep (clockid_t, int, const struct timespec *,
+                            struct timespec *);
+int __wrap_clock_nanosleep (clockid_t id, int flags,
+                            const struct timespec *req,
+                            struct timespec *rem);
 int __wrap_renameat2 (int ofd, const char *o, int nfd, const char *n,
                       unsigned int flags);
 int __real_fsync (int);
 int __wrap_fsync (int fd);
+
+/* The virtual monotonic clock: while *vclock is non-zero, CLOCK_MONOTONIC
+ * reads it and an absolute sleep moves it to the deadline plus
+ * vclock_oversleep (a process that wakes late); it lives in shared memory
+ * so that forked children share it. */
+static _Atomic uint64_t *vclock;
+static uint64_t vclock_oversleep;
+
+int __wrap_clock_gettime (clockid_t id, struct timespec *ts)
+{
+    uint64_t now;
+
+    if (id != CLOCK_MONOTONIC || !vclock || !(now = atomic_load (vclock)))
+        return __real_clock_gettime (id, ts);
+    ts->tv_sec = (time_t) (now / 1000000000ull);
+    ts->tv_nsec = (long) (now % 1000000000ull);
+    return 0;
+}
+
+int __wrap_clock_nanosleep (clockid_t id, int flags,
+                            const struct timespec *req,
+                            struct timespec *rem)
+{
+    uint64_t want, now;
+
+    if (id != CLOCK_MONOTONIC || !(flags & TIMER_ABSTIME) || !vclock
+        || !(now = atomic_load (vclock)))
+        return __real_clock_nanosleep (id, flags, req, rem);
+    want = (uint64_t) req->tv_sec * 1000000000ull + (uint64_t) req->tv_nsec
+           + vclock_oversleep;
+    while (now < want && !atomic_compare_exchange_weak (vclock, &now, want))
+        ;
+    return 0;
+}
+
+static void vclock_start (uint64_t oversleep_ns)
+{
+    if (!vclock) {
+        vclock = mmap (NULL, sizeof *vclock, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        assert_true (vclock != MAP_FAILED);
+    }
+    atomic_store (vclock, 1000000000ull);
+    vclock_oversleep = oversleep_ns;
+}
+
+static void vclock_stop (void)
+{
+    atomic_store (vclock, 0);
+}
 
 ssize_t __wrap_copy_file_range (int in, loff_t *oin, int out, loff_t *oout,
                                 size_t n, unsigned int flags)
@@ -941,20 +1001,21 @@ static void test_limit (void **state)
     struct tier_copy_limit *lim;
     struct tier_copy_opts opts = { .chunk_size = 256 * KiB };
     tier_error_t error;
-    struct timespec t0, t1;
-    double s;
+    uint64_t t0, t1;
 
     mkdir_p (pathf (dir, "%s/limit", root), 0755);
     pathf (src, "%s/limit.src", root);
     make_file (src, 3 * MiB, 0644, 90);
     /* 8 MiB/s with a 1 MiB burst: 3 MiB take at least 0.25 s */
+    vclock_start (0);
     assert_non_null ((lim = tier_copy_limit_create (8 * MiB, 1 * MiB)));
     opts.limit = lim;
-    clock_gettime (CLOCK_MONOTONIC, &t0);
+    t0 = atomic_load (vclock);
     assert_int_equal (copy_path (src, dir, "l", &opts, NULL, &error), 0);
-    clock_gettime (CLOCK_MONOTONIC, &t1);
-    s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-    assert_true (s >= 0.2);
+    t1 = atomic_load (vclock);
+    vclock_stop ();
+    assert_true (t1 - t0 >= 250000000ull - 1000);
+    assert_true (t1 - t0 <= 250000000ull + 1000);
     assert_same_content (src, pathf (dst, "%s/l", dir));
     /* unlimited after a change of rate */
     tier_copy_limit_set (lim, 0, 0);
@@ -963,41 +1024,66 @@ static void test_limit (void **state)
     assert_int_equal (tier_copy_limit_take (NULL, 1, NULL), 0);
 }
 
-/* The limit's own accounting: every take counted, the waits computed
- * from the bucket; moving X bytes at R with burst C stalls at least
- * (X - C) / R (here nothing else takes time: the takes are back to back)
- * and at most delayed_bytes / R (+1 ns per take). */
-static void test_limit_stats (void **state)
+/* The limit's own accounting, every take counted and the waits computed
+ * from the bucket, on the virtual clock: moving X bytes at R with burst C
+ * in back-to-back takes stalls exactly (X - C) / R (+1 ns of rounding per
+ * take); a taker that wakes D late finds D * R more tokens, and each of
+ * its later waits is D shorter. */
+static void limit_stats_run (uint64_t oversleep_ns,
+                             struct tier_copy_limit_stats *st)
 {
     struct tier_copy_limit *lim;
-    struct tier_copy_limit_stats st;
     const uint64_t rate = 16 * MiB, burst = 256 * KiB, x = 4 * MiB;
-    double lo, hi;
 
+    vclock_start (oversleep_ns);
     assert_non_null ((lim = tier_copy_limit_create (rate, burst)));
     for (uint64_t done = 0; done < x; done += 512 * KiB)
         assert_int_equal (tier_copy_limit_take (lim, 512 * KiB, NULL), 0);
-    tier_copy_limit_stats (lim, &st);
-    assert_int_equal (st.bytes, x);
-    assert_int_equal (st.ops, 8);
-    assert_int_equal (st.rate, rate);
-    assert_int_equal (st.burst, burst);
-    assert_true (st.delayed_ops >= 7 && st.delayed_ops <= 8);
-    assert_true (st.delayed_bytes >= x - 512 * KiB && st.delayed_bytes <= x);
-    lo = (double) (x - burst) * 1e9 / (double) rate * 0.9;
-    hi = (double) st.delayed_bytes * 1e9 / (double) rate
-         + (double) st.delayed_ops;
-    assert_true ((double) st.stall_ns >= lo);
-    assert_true ((double) st.stall_ns <= hi);
-    assert_true (st.wait_ns >= st.stall_ns);
+    tier_copy_limit_stats (lim, st);
+    assert_int_equal (st->bytes, x);
+    assert_int_equal (st->ops, 8);
+    assert_int_equal (st->rate, rate);
+    assert_int_equal (st->burst, burst);
+    assert_int_equal (st->delayed_ops, 8);
+    assert_int_equal (st->delayed_bytes, x);
+    assert_true (st->wait_ns >= st->stall_ns);
     /* unlimited: still counted, never delayed */
     tier_copy_limit_set (lim, 0, 0);
     assert_int_equal (tier_copy_limit_take (lim, 1ull << 40, NULL), 0);
-    tier_copy_limit_stats (lim, &st);
-    assert_int_equal (st.bytes, x + (1ull << 40));
-    assert_int_equal (st.ops, 9);
-    assert_int_equal (st.rate, 0);
+    {
+        struct tier_copy_limit_stats after;
+
+        tier_copy_limit_stats (lim, &after);
+        assert_int_equal (after.bytes, x + (1ull << 40));
+        assert_int_equal (after.ops, 9);
+        assert_int_equal (after.rate, 0);
+        assert_int_equal (after.delayed_ops, 8);
+        assert_int_equal (after.stall_ns, st->stall_ns);
+    }
     tier_copy_limit_destroy (lim);
+    vclock_stop ();
+}
+
+/* |a - b| <= 1 us: what rounding allows */
+static bool near_ns (uint64_t a, double b)
+{
+    double d = (double) a - b;
+
+    return d <= 1000 && d >= -1000;
+}
+
+static void test_limit_stats (void **state)
+{
+    struct tier_copy_limit_stats st;
+    const double exact = (double) (4 * MiB - 256 * KiB) * 1e9 / (16 * MiB);
+
+    limit_stats_run (0, &st);
+    assert_true (near_ns (st.stall_ns, exact));
+    /* one taker: the waits never overlap */
+    assert_true (near_ns (st.wait_ns, exact));
+    /* each of the 7 takes after a late wake-up waits 10 ms less */
+    limit_stats_run (10000000, &st);
+    assert_true (near_ns (st.stall_ns, exact - 7 * 10e6));
     tier_copy_limit_stats (NULL, &st);
     assert_int_equal (st.bytes, 0);
 }
@@ -1032,16 +1118,19 @@ static void test_limit_charge (void **state)
 
 /* A shared limit is one bucket for the processes forked after it was
  * made: two children moving 2 MiB each at 8 MiB/s are held back as one
- * stream of 4 MiB (at least (4 MiB - burst) / R of stall), and the
- * parent sees their accounting. */
+ * stream of 4 MiB, so that their waits, overlapping, add up to more than
+ * their union, which is exactly (4 MiB - burst) / R on the virtual clock;
+ * and the parent sees their accounting. */
 static void test_limit_shared (void **state)
 {
     struct tier_copy_limit *lim;
     struct tier_copy_limit_stats st;
     const uint64_t rate = 8 * MiB, burst = 128 * KiB;
+    const double exact = (double) (4 * MiB - burst) * 1e9 / (double) rate;
     pid_t pids[2];
     int status;
 
+    vclock_start (0);
     assert_non_null ((lim = tier_copy_limit_create_shared (rate, burst)));
     for (int i = 0; i < 2; i++) {
         assert_true ((pids[i] = fork ()) >= 0);
@@ -1057,13 +1146,12 @@ static void test_limit_shared (void **state)
         assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
     }
     tier_copy_limit_stats (lim, &st);
+    vclock_stop ();
     assert_int_equal (st.bytes, 4 * MiB);
     assert_int_equal (st.ops, 32);
-    assert_true ((double) st.stall_ns
-                 >= (double) (4 * MiB - burst) * 1e9 / (double) rate * 0.9);
-    assert_true ((double) st.stall_ns
-                 <= (double) st.delayed_bytes * 1e9 / (double) rate
-                    + (double) st.delayed_ops);
+    assert_int_equal (st.delayed_ops, 31);      /* the first fits the burst */
+    assert_true (near_ns (st.stall_ns, exact));
+    assert_true ((double) st.wait_ns > exact);
     tier_copy_limit_destroy (lim);
 }
 
