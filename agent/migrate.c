@@ -325,7 +325,7 @@ static bool finish (struct agent *a, struct mig *g)
         return false;
     }
     if (migrate_manifest_start (a, g) < 0)
-        g->manifest_done = true; /* logged, or no SharedStateDir */
+        g->manifest_done = true; /* no SharedStateDir */
     return true;
 }
 
@@ -360,7 +360,9 @@ void migrate_settle (struct agent *a, struct mig *g)
                  && g->seq_done == g->seq_sent;
     bool ready;
 
-    if (g->ended && clean && !g->manifest_done && !g->manifest)
+    /* (a manifest that failed: past its backoff) */
+    if (g->ended && clean && !g->manifest_done && !g->manifest
+        && now >= g->manifest_after_ms)
         clean = finish (a, g);
     ready = clean && (!g->ended || g->manifest_done);
     while (*pp) {
@@ -503,6 +505,8 @@ json_t *op_job_stageout_sync (struct agent *a, struct conn *c, json_t *req,
     c->waiting++;
     if (end)
         g->ended = true;
+    if (flush)
+        g->manifest_after_ms = 0; /* a manifest that failed: now */
     return RPC_DEFERRED;
 }
 

@@ -155,11 +155,13 @@ struct mig {
     pid_t pid;           /* its pid, or 0 */
     unsigned seq_sent, seq_done;
     int pending, failed, conflicts;
-    uint64_t out_us;        /* migration time not yet in stage_out_ms */
-    bool ended;             /* the job ended: remove when done */
-    struct child *manifest; /* the manifest's writer in flight */
-    bool manifest_done;     /* the final manifest is written (or the
-                                 * attempt failed and was logged) */
+    uint64_t out_us;           /* migration time not yet in stage_out_ms */
+    bool ended;                /* the job ended: remove when done */
+    struct child *manifest;    /* the manifest's writer in flight */
+    bool manifest_done;        /* the final manifest is written (or there
+                                * is no SharedStateDir) */
+    int64_t manifest_after_ms; /* one that failed: again from then */
+    int64_t manifest_backoff_ms;
     int64_t restart_after_ms;
     struct migrate_spec spec;
     struct migrate_waiter *waiters;
@@ -219,8 +221,9 @@ typedef void (*migrate_outbox_f) (struct agent *a, const struct store_job *job,
 void migrate_outbox_foreach (struct agent *a, migrate_outbox_f fn);
 
 /* migrate_manifest.c: write g's manifest as its user (asynchronously:
- * settle is called again once written, with manifest_done set); -1 if
- * it could not be started (logged, unless there is no SharedStateDir). */
+ * settle is called again once written, with manifest_done set, or once
+ * it failed, with manifest_after_ms set: written again then, with
+ * backoff); -1 if there is no SharedStateDir. */
 int migrate_manifest_start (struct agent *a, struct mig *g);
 
 #endif /* !TIER_AGENT_MIGRATE_H */

@@ -24,11 +24,15 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "lib/clock.h"
 #include "lib/cred.h"
 #include "lib/log.h"
 #include "lib/state.h"
 #include "child.h"
 #include "migrate.h"
+
+#define MANIFEST_BACKOFF_MIN_MS 1000
+#define MANIFEST_BACKOFF_MAX_MS 60000
 
 struct manifest_arg {
     const char *root;
@@ -52,6 +56,17 @@ static int manifest_main (void *arg, int chan)
                : 0;
 }
 
+/* A manifest that could not be written: again later, with backoff (1 s
+ * doubling to 60 s); the job's outbox stays until it is written. */
+static void manifest_later (struct mig *g)
+{
+    g->manifest_backoff_ms = g->manifest_backoff_ms ? g->manifest_backoff_ms * 2
+                                                    : MANIFEST_BACKOFF_MIN_MS;
+    if (g->manifest_backoff_ms > MANIFEST_BACKOFF_MAX_MS)
+        g->manifest_backoff_ms = MANIFEST_BACKOFF_MAX_MS;
+    g->manifest_after_ms = tier_now_ms () + g->manifest_backoff_ms;
+}
+
 static void manifest_done (struct agent *a, struct child *c, int status,
                            void *owner)
 {
@@ -59,7 +74,6 @@ static void manifest_done (struct agent *a, struct child *c, int status,
 
     (void) c;
     g->manifest = NULL;
-    g->manifest_done = true;
     if (!WIFEXITED (status) || WEXITSTATUS (status) != 0) {
         char dir[PATH_MAX];
         if (tier_state_user_path (a->conf->shared_state_dir, g->user,
@@ -67,11 +81,14 @@ static void manifest_done (struct agent *a, struct child *c, int status,
             < 0)
             (void) snprintf (dir, sizeof (dir), "%s/users/?",
                              a->conf->shared_state_dir);
+        manifest_later (g);
         tier_log (LOG_WARNING,
                   "job %u: the output manifest could not be "
-                  "written to %s",
-                  g->job_id, dir);
+                  "written to %s (retried in %lld s)",
+                  g->job_id, dir, (long long) g->manifest_backoff_ms / 1000);
     }
+    else
+        g->manifest_done = true;
     migrate_settle (a, g); /* may free g */
 }
 
@@ -117,9 +134,10 @@ int migrate_manifest_start (struct agent *a, struct mig *g)
     if (!a->conf->shared_state_dir[0])
         return -1;
     if (!(text = manifest_text (a, g))) {
+        manifest_later (g);
         tier_log (LOG_WARNING, "job %u: no output manifest: out of memory",
                   g->job_id);
-        return -1;
+        return 0;
     }
     tier_state_job_name (g->job_id, g->restart, m.job, sizeof (m.job));
     tier_state_manifest_name (a->node, m.name, sizeof (m.name));
@@ -131,9 +149,9 @@ int migrate_manifest_start (struct agent *a, struct mig *g)
     g->manifest = child_start (a, &spec, &e);
     free (text);
     if (!g->manifest) {
+        manifest_later (g);
         tier_log (LOG_WARNING, "job %u: the output manifest: %s", g->job_id,
                   e.text);
-        return -1;
     }
     return 0;
 }

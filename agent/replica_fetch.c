@@ -292,11 +292,17 @@ static void fetch_finish (struct agent *a, struct fetch *f,
         r->running--;
     if (kind == REPMSG_COPIED || kind == REPMSG_FOUND)
         x = fetch_record (a, f, kind, bytes);
-    else
+    else {
+        /* the job that asked first: the one whose tasks read the GFS */
+        char who[48] = "";
+        for (struct waiter *w = f->waiters; w && !who[0]; w = w->next)
+            if (w->has_job)
+                (void) snprintf (who, sizeof (who), "job %u: ", w->job.job_id);
         tier_log (LOG_WARNING,
-                  "replica of %s not made: %s (read from the "
+                  "%sreplica of %s not made: %s (read from the "
                   "GFS instead)",
-                  f->path, err && *err ? err : "failed");
+                  who, f->path, err && *err ? err : "failed");
+    }
     for (struct waiter *w = f->waiters; w; w = w->next)
         answer (a, f, w, x, kind, bytes, err);
     fetch_remove (a, f);

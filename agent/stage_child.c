@@ -727,6 +727,9 @@ int stager_main (void *arg, int chan)
                          (unsigned) r->uid);
     else if (!s.ok && !s.err[0])
         (void) snprintf (s.err, sizeof (s.err), "the copy was interrupted");
+    if (!s.ok) /* the job's stderr says it too: the node's log as well */
+        stager_log (&s, LOG_WARNING, "job %u: stage-in failed: %s", r->job_id,
+                    s.err);
     stager_status (&s, s.ok ? "done" : "failed", s.ok ? NULL : s.err);
     return s.ok ? 0 : 1;
 }
