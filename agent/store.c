@@ -36,6 +36,17 @@ struct store {
 
 #define COUNTERS_MAGIC 0x43524954u      /* "TIRC" */
 
+/* A fuzzer (tests/fuzz/fuzz_rpc.c, built with -DTIER_FUZZING) keeps its
+ * store on tmpfs and replays a crash from its input: it needs no commit
+ * to reach the disk.  The agent's registry must survive a crash of the
+ * node, so every other build syncs each commit.
+ */
+#ifdef TIER_FUZZING
+#define STORE_ENV_FLAGS (MDB_NOTLS | MDB_NOSYNC | MDB_NOMETASYNC)
+#else
+#define STORE_ENV_FLAGS MDB_NOTLS
+#endif
+
 struct counters_rec {
     uint32_t magic;
     uint16_t nroles;
@@ -93,7 +104,7 @@ struct store *store_open (const char *dir, size_t mapsize,
     if ((rc = mdb_env_create (&st->env))
         || (rc = mdb_env_set_maxdbs (st->env, 8))
         || (rc = mdb_env_set_mapsize (st->env, mapsize))
-        || (rc = mdb_env_open (st->env, dir, MDB_NOTLS, 0600))) {
+        || (rc = mdb_env_open (st->env, dir, STORE_ENV_FLAGS, 0600))) {
         lmdb_err (error, rc, dir);
         goto error;
     }
@@ -119,6 +130,25 @@ struct store *store_open (const char *dir, size_t mapsize,
 error:
     store_close (st);
     return NULL;
+}
+
+int store_clear (struct store *st, tier_error_t *error)
+{
+    const MDB_dbi dbis[] = { st->jobs, st->counters, st->replicas, st->outputs,
+                             st->uploads };
+    MDB_txn *txn;
+    int rc;
+
+    if ((rc = mdb_txn_begin (st->env, NULL, 0, &txn)))
+        return lmdb_err (error, rc, "mdb_txn_begin");
+    for (size_t i = 0; i < sizeof (dbis) / sizeof (dbis[0]); i++)
+        if ((rc = mdb_drop (txn, dbis[i], 0))) {
+            mdb_txn_abort (txn);
+            return lmdb_err (error, rc, "mdb_drop");
+        }
+    if ((rc = mdb_txn_commit (txn)))
+        return lmdb_err (error, rc, "mdb_txn_commit");
+    return 0;
 }
 
 static void job_key (uint32_t job_id, uint32_t restart, unsigned char k[8])

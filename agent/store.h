@@ -62,6 +62,11 @@ struct store *store_open (const char *dir, size_t mapsize,
                           tier_error_t *error);
 void store_close (struct store *st);
 
+/* Empty every database (jobs, counters, replicas, outputs, uploads) in
+ * one transaction; the environment stays open.
+ */
+int store_clear (struct store *st, tier_error_t *error);
+
 /* Insert or replace the record of (job_id, restart). */
 int store_job_put (struct store *st, const struct store_job *job,
                    tier_error_t *error);

@@ -6,7 +6,8 @@
  * who may make it, and runs the handler of its op.  This target runs the
  * real agent modules (libtierd's sources: the LMDB registry, policies,
  * stage-in, the replica cache, stage-out) on a real LMDB store in a
- * temporary directory, with connections made by the server's own code.
+ * temporary directory (on /dev/shm where it may write), with connections
+ * made by the server's own code.
  *
  * Input: up to 16 requests separated by 0x1e (a byte JSON never holds
  * raw), so that one input can register a job and then act on it.  Each
@@ -118,17 +119,88 @@ static int count_fds (void)
     return n - 1;                       /* the one opendir holds */
 }
 
+/* The store is opened once (on tmpfs; built with -DTIER_FUZZING it never
+ * syncs, agent/store.c) and emptied after every input: reopening it cost
+ * more than most inputs.
+ */
 static void store_fresh (void)
 {
     tier_error_t error;
 
-    if (A.store)
-        store_close (A.store);
-    empty_dir ("%s/state/%s", "registry");
-    if (!(A.store = store_open (registry, 64UL << 20, &error))) {
+    if (A.store ? store_clear (A.store, &error) < 0
+                : !(A.store = store_open (registry, 64UL << 20, &error))) {
         fprintf (stderr, "fuzz_rpc: %s\n", error.text);
         abort ();
     }
+}
+
+#define KIDS_MAX 256
+
+/* The pids of this process's children, from each thread's
+ * /proc/self/task/TID/children (one read where a scan of /proc reads
+ * every process's stat, on each poll of reap_children); -1 where the
+ * kernel has no such file.
+ */
+static int kids_of_tasks (pid_t *kids)
+{
+    DIR *d = opendir ("/proc/self/task");
+    struct dirent *de;
+    char path[300];
+    int n = 0;
+
+    if (access ("/proc/thread-self/children", R_OK) < 0) {
+        if (d)
+            closedir (d);
+        return -1;
+    }
+    CHECK (d);
+    while ((de = readdir (d))) {
+        FILE *f;
+        int pid;
+
+        if (de->d_name[0] == '.')
+            continue;
+        (void) snprintf (path, sizeof (path), "/proc/self/task/%s/children",
+                         de->d_name);
+        /* gone: a thread that just ended */
+        if (!(f = fopen (path, "re")))
+            continue;
+        while (n < KIDS_MAX && fscanf (f, "%d", &pid) == 1)
+            kids[n++] = pid;
+        fclose (f);
+    }
+    closedir (d);
+    return n;
+}
+
+/* The same from every process's /proc/PID/stat. */
+static int kids_of_proc (pid_t *kids)
+{
+    DIR *d = opendir ("/proc");
+    struct dirent *de;
+    char path[300], buf[512];
+    ssize_t len;
+    int n = 0;
+
+    CHECK (d);
+    while (n < KIDS_MAX && (de = readdir (d))) {
+        int fd, ppid = 0;
+
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        (void) snprintf (path, sizeof (path), "/proc/%s/stat", de->d_name);
+        if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
+            continue;
+        len = read (fd, buf, sizeof (buf) - 1);
+        close (fd);
+        buf[len > 0 ? len : 0] = '\0';
+        if (strrchr (buf, ')')
+            && sscanf (strrchr (buf, ')') + 2, "%*c %d", &ppid) == 1
+            && ppid == getpid ())
+            kids[n++] = atoi (de->d_name);
+    }
+    closedir (d);
+    return n;
 }
 
 /* The agent's children still alive: forks of this process, so they run
@@ -137,51 +209,36 @@ static void store_fresh (void)
  */
 static int agent_children (bool show)
 {
-    DIR *d = opendir ("/proc");
-    struct dirent *de;
-    char self[PATH_MAX], exe[PATH_MAX], path[300], buf[512];
+    char self[PATH_MAX], exe[PATH_MAX], path[300];
+    pid_t kids[KIDS_MAX];
     ssize_t n;
-    int count = 0;
+    int count = 0, nkids;
 
-    CHECK (d);
     CHECK ((n = readlink ("/proc/self/exe", self, sizeof (self) - 1)) > 0);
     self[n] = '\0';
-    while ((de = readdir (d))) {
-        int fd, ppid = 0;
-
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
-        (void) snprintf (path, sizeof (path), "/proc/%s/stat", de->d_name);
-        if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
-            continue;
-        n = read (fd, buf, sizeof (buf) - 1);
-        close (fd);
-        buf[n > 0 ? n : 0] = '\0';
-        if (!strrchr (buf, ')')
-            || sscanf (strrchr (buf, ')') + 2, "%*c %d", &ppid) != 1
-            || ppid != getpid ())
-            continue;
-        (void) snprintf (path, sizeof (path), "/proc/%s/exe", de->d_name);
+    if ((nkids = kids_of_tasks (kids)) < 0)
+        nkids = kids_of_proc (kids);
+    for (int k = 0; k < nkids; k++) {
+        (void) snprintf (path, sizeof (path), "/proc/%d/exe", (int) kids[k]);
         if ((n = readlink (path, exe, sizeof (exe) - 1)) > 0) {
             exe[n] = '\0';
             if (strcmp (exe, self))
                 continue;
         }
         count++;
-        if (show) {
-            fprintf (stderr, "fuzz_rpc: child %s:", de->d_name);
-            for (int i = 0; i < 32; i++) {
-                (void) snprintf (path, sizeof (path), "/proc/%s/fd/%d",
-                                 de->d_name, i);
-                if ((n = readlink (path, exe, sizeof (exe) - 1)) > 0) {
-                    exe[n] = '\0';
-                    fprintf (stderr, " %d=%s", i, exe);
-                }
+        if (!show)
+            continue;
+        fprintf (stderr, "fuzz_rpc: child %d:", (int) kids[k]);
+        for (int i = 0; i < 32; i++) {
+            (void) snprintf (path, sizeof (path), "/proc/%d/fd/%d",
+                             (int) kids[k], i);
+            if ((n = readlink (path, exe, sizeof (exe) - 1)) > 0) {
+                exe[n] = '\0';
+                fprintf (stderr, " %d=%s", i, exe);
             }
-            fprintf (stderr, "\n");
         }
+        fprintf (stderr, "\n");
     }
-    closedir (d);
     return count;
 }
 

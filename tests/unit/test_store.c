@@ -329,6 +329,45 @@ static void test_uploads (void **state)
     store_close (st);
 }
 
+/* store_clear empties every database and the store takes records again */
+static void test_clear (void **state)
+{
+    tier_error_t error;
+    struct store *st = store_open (dir, 1 << 24, &error);
+    struct store_job j = mkjob (4243, 0, 1000), g;
+    struct store_delta d;
+    struct tier_counters c;
+    struct keys_ctx kc = { "" };
+    const struct store_kv kv = { "7.0/0/a u", "{}" };
+    int n = 0;
+
+    assert_non_null (st);
+    memset (&d, 0, sizeof (d));
+    d.scope = TIER_SCOPE_NODE;
+    tier_counters_add (&d.c, TIER_ROLE_PIPELINE, TIER_CTR_OPS, 7);
+    assert_int_equal (store_job_put (st, &j, &error), 0);
+    assert_int_equal (store_counters_add (st, &d, 1, &error), 0);
+    assert_int_equal (store_replica_apply (st, &kv, 1, &error), 0);
+    assert_int_equal (store_output_apply (st, &kv, 1, &error), 0);
+    assert_int_equal (store_upload_apply (st, &kv, 1, &error), 0);
+
+    assert_int_equal (store_clear (st, &error), 0);
+    assert_int_equal (store_job_foreach (st, count_cb, &n, &error), 0);
+    assert_int_equal (n, 0);
+    assert_int_equal (store_counters_get (st, TIER_SCOPE_NODE, 0, &c, &error),
+                      0);
+    assert_true (tier_counters_total (&c, TIER_CTR_OPS) == 0);
+    assert_int_equal (store_replica_foreach (st, keys_cb, &kc, &error), 0);
+    assert_int_equal (store_output_foreach (st, keys_cb, &kc, &error), 0);
+    assert_int_equal (store_upload_foreach (st, "", keys_cb, &kc, &error), 0);
+    assert_string_equal (kc.seen, "");
+
+    assert_int_equal (store_job_put (st, &j, &error), 0);
+    assert_int_equal (store_job_latest (st, 4243, &g, &error), 0);
+    assert_int_equal (g.uid, 1000);
+    store_close (st);
+}
+
 /* The job's group list: kept as given, "not known" kept apart from
  * "none". */
 static void test_groups (void **state)
@@ -525,6 +564,7 @@ int main (void)
                                          teardown),
         cmocka_unit_test_setup_teardown (test_stale_readers, setup, teardown),
         cmocka_unit_test_setup_teardown (test_uploads, setup, teardown),
+        cmocka_unit_test_setup_teardown (test_clear, setup, teardown),
         cmocka_unit_test_setup_teardown (test_groups, setup, teardown),
         cmocka_unit_test_setup_teardown (test_groups_old_records, setup,
                                          teardown),
