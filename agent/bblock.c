@@ -22,6 +22,7 @@
 
 #include "lib/clock.h"
 #include "bblock.h"
+#include "holder.h"
 
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 1000
@@ -37,32 +38,16 @@ void bblock_init (struct bblock *l, int dirfd, const char *name,
     l->boot = boot;
     l->stale_s = stale_s ? stale_s : 1;
     l->wait_s = wait_s ? wait_s : 1;
+    /* holders of this name left by an earlier agent are ended */
+    {
+        int fd = open ("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read (fd, l->comm, sizeof (l->comm) - 1) : -1;
+        l->comm[n > 0 ? n : 0] = '\0';
+        l->comm[strcspn (l->comm, "\n")] = '\0';
+        if (fd >= 0)
+            close (fd);
+    }
     l->fd = -1;
-}
-
-unsigned long long bblock_proc_start (pid_t pid)
-{
-    char path[64], buf[1024], *p;
-    unsigned long long start = 0;
-    ssize_t n;
-    int fd;
-
-    (void) snprintf (path, sizeof (path), "/proc/%d/stat", (int) pid);
-    if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
-        return 0;
-    n = read (fd, buf, sizeof (buf) - 1);
-    close (fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    if (!(p = strrchr (buf, ')')))
-        return 0;
-    /* field 22 (starttime); p is at the end of field 2 */
-    for (int field = 2; field < 22 && p; field++)
-        p = strchr (p + 1, ' ');
-    if (p)
-        start = strtoull (p + 1, NULL, 10);
-    return start;
 }
 
 int bblock_holder_read (int dfd, const char *name, struct bblock_holder *h,
@@ -110,8 +95,15 @@ static bool holder_stale (const struct bblock *l, const struct bblock_holder *h,
     /* this node: a previous boot, or a process that is gone */
     if (!strcmp (h->node, l->node)
         && (strcmp (h->boot, l->boot)
-            || bblock_proc_start ((pid_t) h->pid) != h->start))
+            || holder_proc_start ((pid_t) h->pid) != h->start))
         return true;
+    /* alive on this node: a process of our name that an earlier agent
+     * left is ended by pidfd (then gone at the next look) */
+    if (!strcmp (h->node, l->node) && l->comm[0]) {
+        int pfd = holder_end_orphan ((pid_t) h->pid, h->start, l->comm);
+        if (pfd >= 0)
+            close (pfd);
+    }
     now = tier_now_ms ();
     if (!s->ms || strcmp (raw, s->raw) || mt->tv_sec != s->mtime.tv_sec
         || mt->tv_nsec != s->mtime.tv_nsec) {
@@ -152,7 +144,7 @@ int bblock_take (struct bblock *l, char *err, size_t errsize)
 
     (void) snprintf (l->mine, sizeof (l->mine),
                      "node=%s boot=%s pid=%ld start=%llu\n", l->node, l->boot,
-                     (long) getpid (), bblock_proc_start (getpid ()));
+                     (long) getpid (), holder_proc_start (getpid ()));
     for (;;) {
         struct bblock_holder h;
         struct timespec mt;

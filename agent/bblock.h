@@ -20,14 +20,18 @@
  *   - or its text and mtime have not changed for BBLockStale by the
  *     waiter's own clock (clocks of other nodes are never compared).
  *
+ * A holder of this node that is alive but was left by an earlier agent
+ * (a process of the waiter's name whose parent is another: holder.h) is
+ * ended by pidfd first, so that it is gone at the next look.
+ *
  * Breaking a live lock by mistake only costs a second copy: publication
  * is a rename of a complete file.  A holder releases the lock only while
  * it still holds the text it wrote (a waiter may have broken it and
  * another taken it meanwhile).
  *
  * Owns the lock file's format, the wait, the heartbeat thread.  Calls
- * libc, pthreads and lib/clock only: nothing of the agent (the fetcher
- * process and the unit test use it alike).
+ * libc, pthreads, lib/clock and holder.c only: nothing of the agent's
+ * state (the fetcher process and the unit test use it alike).
  */
 #ifndef TIER_AGENT_BBLOCK_H
 #define TIER_AGENT_BBLOCK_H
@@ -64,7 +68,8 @@ struct bblock {
     bblock_done_f done;         /* may be NULL */
     void *done_arg;
     /* bblock.c's */
-    int fd; /* the lock, while held */
+    char comm[16]; /* this process's name (holder.h's orphans) */
+    int fd;        /* the lock, while held */
     char mine[BBLOCK_HOLDER_MAX];
     pthread_t thread;
     bool beating;
@@ -94,9 +99,5 @@ void bblock_release (struct bblock *l);
  * read (ENOENT: gone). */
 int bblock_holder_read (int dfd, const char *name, struct bblock_holder *h,
                         struct timespec *mtime, char *raw, size_t rawsize);
-
-/* The start time of process pid (field 22 of /proc/PID/stat), 0 if it
- * does not exist. */
-unsigned long long bblock_proc_start (pid_t pid);
 
 #endif /* !TIER_AGENT_BBLOCK_H */

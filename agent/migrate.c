@@ -157,7 +157,12 @@ static void on_migrator_done (struct agent *a, struct child *c, int status,
     (void) a;
     if (g->child != c)
         return;
-    if (WIFEXITED (status) && WEXITSTATUS (status) == CHILD_EXIT_SETUP)
+    if (WIFEXITED (status) && WEXITSTATUS (status) == MIGRATOR_EXIT_BUSY)
+        tier_log (LOG_WARNING,
+                  "job %u: another migrator still holds the job's "
+                  "outbox; trying again in %d s",
+                  g->job_id, RESTART_MS / 1000);
+    else if (WIFEXITED (status) && WEXITSTATUS (status) == CHILD_EXIT_SETUP)
         tier_log (LOG_ERR,
                   "job %u: the migrator could not take the job's "
                   "credentials (uid %u); restarting it",

@@ -126,7 +126,11 @@ struct migrator_arg {
     int upperfd[MIGRATE_DIRS_MAX];     /* as_root opens them */
 };
 
-/* child_spec.as_root: open the write caches (their parents are root's). */
+/* child_spec.as_root: lock the job's outbox (holder.h: an earlier
+ * agent's migrator is ended; if one still holds it after 10 s the child
+ * exits MIGRATOR_EXIT_BUSY) and open the write caches (their parents are
+ * root's). */
+#define MIGRATOR_EXIT_BUSY 124
 int migrator_as_root (void *arg);
 /* child_spec.main: the migrator, with the job's credentials. */
 int migrator_main (void *arg, int chan);

@@ -39,20 +39,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "lib/clock.h"
+#include "lib/log.h"
 #include "lib/paths.h"
+#include "holder.h"
 #include "migrator.h"
 #include "streams.h"
 
 #define CMD_BURST 256          /* commands read before due files */
 #define RECV_TIMEOUT_MS 30000  /* a begun message must come whole */
 #define NOTED_TIMEOUT_MS 30000 /* the agent records a publishing within */
-#define OUTBOX_LOCK_TRIES 200  /* of 50 ms: an earlier migrator's end */
+#define OUTBOX_LOCK_MS 10000   /* to wait for an earlier migrator's end */
 
 /* ---------------------------------------------------------- its files */
 
@@ -611,26 +612,38 @@ static void migrator_loop (struct migrator *m)
  * its way, or it is stopped) holds the lock on the job's outbox until it
  * is gone; the new one waits for that, then gives up (the agent starts
  * it again later).  The descriptor stays open for the process's life. */
-static int outbox_lock (const struct migrate_spec *s,
-                        const struct tier_conf *conf)
+/* The job's outbox is written by one migrator at a time (holder.h): its
+ * lock file, NvdimmDir/.outbox/JOB.RESTART/lock.  An earlier agent's
+ * migrator still alive is ended; one that does not end in time (asleep
+ * in the kernel on a stuck GFS) keeps the outbox, and this one exits
+ * (MIGRATOR_EXIT_BUSY: the agent starts another later). */
+static void outbox_lock (const struct migrate_spec *s,
+                         const struct tier_conf *conf)
 {
-    int fd = migrate_outbox_open (conf, s->job_id, s->restart, -1);
+    int dfd = migrate_outbox_open (conf, s->job_id, s->restart, -1), fd;
+    pid_t holder, ended;
 
-    if (fd < 0)
-        return 0; /* no outbox: reported by migrator_main */
-    for (int i = 0; i < OUTBOX_LOCK_TRIES; i++) {
-        struct timespec ts = { 0, 50 * 1000 * 1000 };
-        if (flock (fd, LOCK_EX | LOCK_NB) == 0)
-            return 0;
-        if (errno != EWOULDBLOCK && errno != EINTR)
-            break;
-        (void) nanosleep (&ts, NULL);
+    if (dfd < 0)
+        return; /* no outbox: reported by migrator_main */
+    fd = openat (dfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    close (dfd);
+    if (fd < 0) {
+        tier_log (LOG_ERR, "job %u: its outbox's lock: %s", s->job_id,
+                  strerror (errno));
+        _exit (MIGRATOR_EXIT_BUSY);
     }
-    (void) dprintf (2,
-                    "tierd-mig: job %u: another migrator still holds "
-                    "its outbox\n",
-                    s->job_id);
-    return -1;
+    if (holder_lock (fd, "tierd-mig", OUTBOX_LOCK_MS, &holder, &ended) == 0) {
+        if (ended)
+            tier_log (LOG_WARNING,
+                      "job %u: ended migrator %d, left by an earlier "
+                      "agent: it held the job's outbox",
+                      s->job_id, (int) holder);
+        return; /* held until this process ends */
+    }
+    tier_log (LOG_WARNING, "job %u: migrator %d still holds its outbox%s: %s",
+              s->job_id, (int) holder, ended ? " (ended, not gone yet)" : "",
+              strerror (errno));
+    _exit (MIGRATOR_EXIT_BUSY);
 }
 
 int migrator_as_root (void *arg)
@@ -638,8 +651,7 @@ int migrator_as_root (void *arg)
     struct migrator_arg *ma = arg;
     const struct migrate_spec *s = ma->spec;
 
-    if (outbox_lock (s, ma->conf) < 0)
-        return -1;
+    outbox_lock (s, ma->conf);
     for (int k = 0; k < s->ndirs; k++)
         /* a write cache that is gone is reported once the channel can
          * say so (migrator_main) */

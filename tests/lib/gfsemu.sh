@@ -73,8 +73,9 @@ gfsemu_log () {
     printf '%s/gfsemu.%s.log' "$(gfsemu_rundir_)" "$(gfsemu_key_ "$1")"
 }
 
-# Is a gfsemu file system mounted at $1 (mountinfo, spaces as \040)?
-gfsemu_mounted () {
+# The mountinfo device ("0:N") of the gfsemu file system mounted at $1
+# (spaces as \040), read without entering the mount; fails if none.
+gfsemu_dev_ () {
     _gabs=$(gfsemu_abspath_ "$1") || return 1
     _gabs=$(printf '%s' "$_gabs" | sed 's/ /\\040/g')
     awk -v m="$_gabs" '
@@ -82,11 +83,16 @@ gfsemu_mounted () {
             for (i = 7; i <= NF; i++)
                 if ($i == "-") {
                     if ($(i + 1) == "fuse.gfsemu")
-                        found = 1
+                        dev = $3
                     break
                 }
         }
-        END { exit !found }' /proc/self/mountinfo
+        END { if (dev == "") exit 1; print dev }' /proc/self/mountinfo
+}
+
+# Is a gfsemu file system mounted at $1?
+gfsemu_mounted () {
+    gfsemu_dev_ "$1" >/dev/null
 }
 
 gfsemu_pid () {
@@ -272,19 +278,8 @@ gfsemu_fault_hits () {
 # The FUSE connection number of the gfsemu mount at $1: its device number
 # (major 0, so the minor) in mountinfo, read without entering the mount.
 gfsemu_conn_ () {
-    _gabs=$(gfsemu_abspath_ "$1") || return 1
-    _gabs=$(printf '%s' "$_gabs" | sed 's/ /\\040/g')
-    awk -v m="$_gabs" '
-        $5 == m {
-            for (i = 7; i <= NF; i++)
-                if ($i == "-") {
-                    if ($(i + 1) == "fuse.gfsemu")
-                        dev = $3
-                    break
-                }
-        }
-        END { if (dev == "") exit 1; sub(/^0:/, "", dev); print dev }' \
-        /proc/self/mountinfo
+    _gdev=$(gfsemu_dev_ "$1") || return 1
+    printf '%s\n' "${_gdev#0:}"
 }
 
 gfsemu_abort () {

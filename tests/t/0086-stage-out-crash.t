@@ -131,5 +131,39 @@ test_expect_success 'the agent killed twice while the epilog waits: the dependen
     test "$(conflicts_of $id n1)" = 0 &&
     find $OUT -name ".*.part" >$TRASH/parts && test ! -s $TRASH/parts
 '
+
+# One writer per outbox.  The migrator hangs on a GFS write; the agent
+# is killed meanwhile, and the migrator, its parent-death SIGKILL
+# pending, sleeps on in the kernel (D: the request is the daemon's).
+# The restarted agent's migrators find the outbox locked, end nothing
+# they cannot end, and never write beside it: the hung write stays the
+# only one.  Once the hang ends the old migrator dies and the next one
+# publishes, byte for byte.
+LOCKD=$H/lockd
+hung_writes () { gfsemu_value "$GFS" fault.hung; }
+one_hung () { test "$(hung_writes)" = 1; }
+log_since () { tail -n +$N0 $CLUSTER/log/tierd-n2.log; }
+busy_logged () { log_since | grep -q "job $1: another migrator still holds the job.s outbox"; }
+in_d_state () { test "$(awk '{ print $3 }' /proc/$1/stat 2>/dev/null)" = D; }
+test_expect_success 'a migrator hung in the kernel outlives its agent: the next ones wait for its outbox, never write beside it' '
+    gfsemu_reset "$GFS" && as_user alice mkdir -p $LOCKD &&
+    gfsemu_fault "$GFS" "home/alice/lockd/*:write:hang" &&
+    N0=$(wc -l <$CLUSTER/log/tierd-n2.log) &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-stage-out=$LOCKD -o /dev/null \
+        --wrap "head -c 2M /dev/urandom > $LOCKD/l.bin; sha256sum < $LOCKD/l.bin > $H/l.sum; sleep 2") &&
+    wait_for 60 one_hung && mp=$(migrator_pid n2) && echo "hung migrator $mp" &&
+    ap=$(agent_pid n2) && kill -9 $ap && wait_for 20 test ! -d /proc/$ap &&
+    wait_for 10 in_d_state $mp &&
+    wait_for 60 agent_up n2 && test -d /proc/$mp &&
+    wait_for 60 busy_logged $id &&
+    log_since | grep "job $id: migrator $mp still holds its outbox (ended, not gone yet)" &&
+    one_hung && test ! -e $GFS-backing/home/alice/lockd/l.bin &&
+    gfsemu_fault_clear "$GFS" && wait_for 20 test ! -d /proc/$mp &&
+    wait_for 120 job_done $id && test "$(job_state $id)" = COMPLETED &&
+    wait_for 30 outbox_empty n2 &&
+    test "$(sha256sum < $LOCKD/l.bin)" = "$(cat $H/l.sum)" &&
+    test "$(conflicts_of $id n2)" = 0 &&
+    find $LOCKD -name ".*.part" >$TRASH/parts && test ! -s $TRASH/parts
+'
 test_expect_success 'no node was drained' 'no_drain'
 test_done

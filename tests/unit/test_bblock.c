@@ -16,6 +16,7 @@
 #include "config.h"
 #endif
 #include "agent/bblock.h"
+#include "agent/holder.h"
 #include "unit.h"
 
 #include <dirent.h>
@@ -127,14 +128,14 @@ static void test_proc_start (void **state)
     pid_t pid;
 
     (void) state;
-    assert_true (bblock_proc_start (getpid ()) > 0);
-    assert_true (bblock_proc_start (getpid ())
-                 == bblock_proc_start (getpid ()));
+    assert_true (holder_proc_start (getpid ()) > 0);
+    assert_true (holder_proc_start (getpid ())
+                 == holder_proc_start (getpid ()));
     assert_true ((pid = fork ()) >= 0);
     if (pid == 0)
         _exit (0);
     assert_int_equal (waitpid (pid, NULL, 0), pid);
-    assert_true (bblock_proc_start (pid) == 0);
+    assert_true (holder_proc_start (pid) == 0);
 }
 
 static void test_free_lock (void **state)
@@ -151,7 +152,7 @@ static void test_free_lock (void **state)
     assert_true (l.fd >= 0);
     assert_int_equal (sleeps, 0); /* at once */
     me_as_holder (want, sizeof (want), NODE, BOOT, getpid (),
-                  bblock_proc_start (getpid ()));
+                  holder_proc_start (getpid ()));
     assert_string_equal (read_lock (), want);
     assert_int_equal (bblock_holder_read (dfd, LOCK, &h, &mt, raw,
                                           sizeof (raw)),
@@ -159,7 +160,7 @@ static void test_free_lock (void **state)
     assert_string_equal (h.node, NODE);
     assert_string_equal (h.boot, BOOT);
     assert_int_equal (h.pid, getpid ());
-    assert_true (h.start == bblock_proc_start (getpid ()));
+    assert_true (h.start == holder_proc_start (getpid ()));
     assert_string_equal (raw, want);
     /* a second taker of this process waits: it holds no lock twice */
     {
@@ -185,7 +186,7 @@ static void test_live_holder_blocks (void **state)
 
     (void) state;
     me_as_holder (text, sizeof (text), NODE, BOOT, getpid (),
-                  bblock_proc_start (getpid ()));
+                  holder_proc_start (getpid ()));
     write_holder (text);
     lock_init (&l, 100, 5);
     errno = 0;
@@ -248,7 +249,7 @@ static void taken_over (const char *text, uint64_t stale_s, bool immediate)
         assert_true (fake_ms - t0 < (int64_t) (stale_s + 2) * 1000);
     }
     me_as_holder (want, sizeof (want), NODE, BOOT, getpid (),
-                  bblock_proc_start (getpid ()));
+                  holder_proc_start (getpid ()));
     assert_string_equal (read_lock (), want);
     bblock_release (&l);
     /* nothing left: the broken lock was removed too */
@@ -279,7 +280,7 @@ static void test_reused_pid (void **state)
     (void) state;
     /* this process's pid, but not its start time: another process */
     me_as_holder (text, sizeof (text), NODE, BOOT, getpid (),
-                  bblock_proc_start (getpid ()) + 1);
+                  holder_proc_start (getpid ()) + 1);
     taken_over (text, 100, true);
 }
 
@@ -289,7 +290,7 @@ static void test_other_boot (void **state)
 
     (void) state;
     me_as_holder (text, sizeof (text), NODE, "boot-0", getpid (),
-                  bblock_proc_start (getpid ()));
+                  holder_proc_start (getpid ()));
     taken_over (text, 100, true);
 }
 

@@ -63,8 +63,7 @@ int __real_clock_gettime (clockid_t, struct timespec *);
 int __wrap_clock_gettime (clockid_t id, struct timespec *ts);
 int __real_clock_nanosleep (clockid_t, int, const struct timespec *,
                             struct timespec *);
-int __wrap_clock_nanosleep (clockid_t id, int flags,
-                            const struct timespec *req,
+int __wrap_clock_nanosleep (clockid_t id, int flags, const struct timespec *req,
                             struct timespec *rem);
 int __wrap_renameat2 (int ofd, const char *o, int nfd, const char *n,
                       unsigned int flags);
@@ -89,8 +88,7 @@ int __wrap_clock_gettime (clockid_t id, struct timespec *ts)
     return 0;
 }
 
-int __wrap_clock_nanosleep (clockid_t id, int flags,
-                            const struct timespec *req,
+int __wrap_clock_nanosleep (clockid_t id, int flags, const struct timespec *req,
                             struct timespec *rem)
 {
     uint64_t want, now;
@@ -1149,7 +1147,7 @@ static void test_limit_shared (void **state)
     vclock_stop ();
     assert_int_equal (st.bytes, 4 * MiB);
     assert_int_equal (st.ops, 32);
-    assert_int_equal (st.delayed_ops, 31);      /* the first fits the burst */
+    assert_int_equal (st.delayed_ops, 31); /* the first fits the burst */
     assert_true (near_ns (st.stall_ns, exact));
     assert_true ((double) st.wait_ns > exact);
     tier_copy_limit_destroy (lim);
