@@ -491,6 +491,7 @@ bool streams_revoke (struct agent *a, uint64_t id, const char *why)
         why = NULL;
     else {
         s->revoked++;
+        ticket_idle (a, t); /* the counts the log line shows: after */
         log_state (a, LOG_WARNING, held ? "revoked" : "wait revoked", t, -1);
         tier_log (LOG_WARNING, "GFS stream of %s: %s", t->what,
                   why ? why : "its worker does not end");

@@ -27,17 +27,21 @@ BHB=$GFS-backing/home/bob
 TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
 no_drain () { ! sinfo -h -R | grep .; }
 hung () { test "$(gfsemu_value "$GFS" fault.hung)" -ge 1; }
+unhung () { test "$(gfsemu_value "$GFS" fault.hung)" = 0; }
 sum_of () { sha256sum <$1 | cut -d" " -f1; }
 mkfile () { head -c $3 /dev/urandom >$2 && chown $1: $2; }
-# procs NAME: the pid and state of each process whose comm is NAME
-procs () { ps -eo pid=,stat=,comm= | awk -v n="$1" '$3 == n { print $1, $2 }'; }
-no_procs () { test -z "$(procs $1)"; }
-stuck () { procs $1 | grep -q " D"; }
-# zombies NODE: the children of NODE's agent that are zombies
-zombies () {
-    _pf=$(ls $CLUSTER/state/$1/tierd.pid $CLUSTER/run/tier/$1/tierd.pid 2>/dev/null | head -1) &&
-    ps -o pid=,stat= --ppid "$(cat $_pf)" | awk '$2 ~ /^Z/'
+# agent_pid NODE: the pid of NODE's agent
+agent_pid () {
+    cat $(ls $CLUSTER/state/$1/tierd.pid $CLUSTER/run/tier/$1/tierd.pid 2>/dev/null | head -1)
 }
+# procs NODE NAME: the pid and state of each child of NODE's agent whose
+# comm is NAME (a copier its stager abandoned is the agent's too: the
+# agent is their subreaper)
+procs () { ps -o pid=,stat=,comm= --ppid "$(agent_pid $1)" | awk -v n="$2" '$3 == n { print $1, $2 }'; }
+no_procs () { test -z "$(procs $1 $2)"; }
+stuck () { procs $1 $2 | grep -q " D"; }
+# zombies NODE: the children of NODE's agent that are zombies
+zombies () { ps -o pid=,stat= --ppid "$(agent_pid $1)" | awk '$2 ~ /^Z/'; }
 streams_free () {
     $TIERCTL -N $1 status >$TRASH/st.$1 2>&1 && grep -q "GFS streams: 0 of 1 in use, 0 waiting" $TRASH/st.$1
 }
@@ -66,12 +70,25 @@ BSUM=$(sum_of $BHB/in/b.bin)
 
 # ------------------------------------------------------------- stage-in
 #
-# Every READ of alice's input hangs.  n1 has one GFS stream: her stuck
-# copier holds it, so bob's stage-in, submitted meanwhile, starts only
-# when that stream is taken back.
-SIHANG="home/alice/in/stuck.bin:read:hang"
-test_expect_success 'stage-in whose GFS read hangs: the job fails naming the stuck input; the agent answers throughout' '
-    gfsemu_fault "$GFS" "$SIHANG" &&
+# First every READ of alice's input hangs: a copier waiting for a READ
+# of the page cache can still be killed, and is.  Then its OPEN hangs:
+# that copier sleeps where SIGKILL waits too, and is abandoned.  n1 has
+# one GFS stream: the stuck copier holds it, so bob's stage-in, submitted
+# meanwhile, starts only when that stream is taken back.
+SIREAD="home/alice/in/stuck.bin:read:hang"
+SIOPEN="home/alice/in/stuck.bin:open:hang"
+test_expect_success 'stage-in whose GFS read hangs: the job fails naming the stuck input' '
+    gfsemu_fault "$GFS" "$SIREAD" &&
+    id=$(sbatch_wait alice -w n1 --tier-stage-in=$H/in/stuck.bin -o $H/sr.out -e $H/sr.err         --wrap "echo ran") &&
+    echo "job $id $(job_state $id)" && cat $H/sr.err && test "$(job_state $id)" = FAILED &&
+    ! grep -q ran $H/sr.out && hung &&
+    grep -q "tier: stage-in failed: $H/in/stuck.bin: no progress for 3 s (StallTimeout)" $H/sr.err &&
+    grep "job $id: stage-in failed: $H/in/stuck.bin: no progress" $CLUSTER/log/tierd-n1.log &&
+    test "$(scontrol show job $id | grep -o "Restarts=[0-9]*")" = Restarts=0 &&
+    wait_for 10 streams_free n1
+'
+test_expect_success 'stage-in whose GFS open hangs: the job fails naming it; the agent answers throughout' '
+    gfsemu_fault_clear "$GFS" && wait_for 10 unhung && gfsemu_fault "$GFS" "$SIOPEN" &&
     id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-in=$H/in/stuck.bin \
         -o $H/si.out -e $H/si.err --wrap "echo ran") &&
     echo $id >$TRASH/si && wait_for 60 hung &&
@@ -82,13 +99,12 @@ test_expect_success 'stage-in whose GFS read hangs: the job fails naming the stu
     ping_under n1 stage-in $id $b $p &&
     echo "job $id $(job_state $id), bob: $b $(job_state $b), $p $(job_state $p)" && cat $H/si.err &&
     test "$(job_state $id)" = FAILED && ! grep -q ran $H/si.out &&
-    grep -q "tier: stage-in failed: $H/in/stuck.bin: no progress for 3 s (StallTimeout)" $H/si.err &&
-    grep "job $id: stage-in failed: $H/in/stuck.bin: no progress" $CLUSTER/log/tierd-n1.log &&
-    test "$(scontrol show job $id | grep -o "Restarts=[0-9]*")" = Restarts=0
+    grep -q "tier: stage-in failed: $H/in/stuck.bin: no progress for 3 s (StallTimeout): .*abandoned" $H/si.err &&
+    grep "job $id: stage-in failed: $H/in/stuck.bin: no progress" $CLUSTER/log/tierd-n1.log
 '
 [ -s "$TRASH/stage-in.sum" ] && say "$(cat "$TRASH/stage-in.sum")"
 test_expect_success 'the copier was abandoned, not waited for: still stuck, its GFS stream revoked' '
-    id=$(cat $TRASH/si) && hung && procs tierd-stagecp && stuck tierd-stagecp &&
+    id=$(cat $TRASH/si) && hung && procs n1 tierd-stagecp && stuck n1 tierd-stagecp &&
     grep "GFS stream revoked: stage-in of job $id" $CLUSTER/log/tierd-n1.log &&
     streams_free n1 && cat $TRASH/st.n1
 '
@@ -98,9 +114,9 @@ test_expect_success 'meanwhile bob'"'"'s stage-in on the node took that stream a
     test "$(job_state $p)" = COMPLETED && test "$(cat $BH/plain.out)" = plain && no_drain
 '
 test_expect_success 'the hang ends: the copier is reaped, no zombie, nothing left' '
-    gfsemu_fault_clear "$GFS" && wait_for 30 no_procs tierd-stagecp &&
+    gfsemu_fault_clear "$GFS" && wait_for 30 no_procs n1 tierd-stagecp &&
     test -z "$(zombies n1)" && test "$(gfsemu_value "$GFS" fault.hung)" = 0 &&
-    streams_free n1 && no_procs tierd-stage
+    streams_free n1 && no_procs n1 tierd-stage
 '
 test_expect_success 'cleared: the next job stages the input and reads its bytes' '
     id=$(sbatch_wait alice -w n1 --tier-stage-in=$H/in/stuck.bin -o $H/si2.out \
@@ -136,12 +152,12 @@ test_expect_success 'replica fetch whose GFS read hangs: the task reads the righ
 '
 [ -s "$TRASH/fetch.sum" ] && say "$(cat "$TRASH/fetch.sum")"
 test_expect_success 'the fetcher was abandoned: still stuck, its stream back' '
-    hung && stuck tierd-fetch &&
+    hung && stuck n2 tierd-fetch &&
     grep "tierd-fetch [0-9]*: killed [0-9]* ms ago and still there" $CLUSTER/log/tierd-n2.log &&
     streams_free n2 && test -z "$(find $BB/replicas -name "*.part")"
 '
 test_expect_success 'the hang ends: the fetcher is reaped and logged, no zombie, nothing half made' '
-    gfsemu_fault_clear "$GFS" && wait_for 30 no_procs tierd-fetch &&
+    gfsemu_fault_clear "$GFS" && wait_for 30 no_procs n2 tierd-fetch &&
     wait_for 10 grep -q "tierd-fetch [0-9]*, abandoned [0-9]* s ago, ended at last" $CLUSTER/log/tierd-n2.log &&
     test -z "$(zombies n2)" && test "$(gfsemu_value "$GFS" fault.hung)" = 0 && streams_free n2 &&
     test -z "$(find $BB -path "*/.tmp/*" -type f)"
