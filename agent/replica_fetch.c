@@ -373,6 +373,19 @@ static void on_fetch_msg (struct agent *a, struct child *c, int type,
     json_decref (body);
 }
 
+/* A fetcher killed mid-copy leaves its part in .tmp/NODE/KEY: it does
+ * nothing more with it (a stuck one dies as soon as its read returns),
+ * and a new fetch of the key starts from scratch. */
+static void drop_part (struct agent *a, const struct fetch *f)
+{
+    char path[PATH_MAX];
+
+    (void) snprintf (path, sizeof (path), "%.2048s/.tmp/%.64s/%.200s",
+                     a->replicas->bb, a->node, f->key);
+    if (unlink (path) == 0)
+        tier_log (LOG_DEBUG, "replica of %s: the part copied removed", f->path);
+}
+
 /* The fetcher ended without a result (with one, f is gone and this is
  * not called: fetch_remove orphaned the child), or it was killed for
  * making no progress and maybe abandoned (child.h). */
@@ -384,6 +397,8 @@ static void on_fetch_done (struct agent *a, struct child *c, int status,
 
     if (f->done)
         return;
+    if (child_why (c))
+        drop_part (a, f);
     if (child_why (c) == ESTALE)
         (void) snprintf (why, sizeof (why),
                          "no data from the GFS for %llu s (StallTimeout): "
