@@ -33,6 +33,7 @@
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -373,17 +374,31 @@ static void on_fetch_msg (struct agent *a, struct child *c, int type,
     json_decref (body);
 }
 
-/* A fetcher killed mid-copy leaves its part in .tmp/NODE/KEY: it does
- * nothing more with it (a stuck one dies as soon as its read returns),
- * and a new fetch of the key starts from scratch. */
+/* A fetcher killed mid-copy leaves its part in .tmp/NODE/ (the copy
+ * engine's .KEY.tier-XXXXXX.part): it does nothing more with it (a stuck
+ * one dies as soon as its read returns), and a new fetch of the key
+ * starts from scratch, under a name of its own. */
 static void drop_part (struct agent *a, const struct fetch *f)
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX], prefix[REPLICA_KEY_MAX + 16];
+    struct dirent *de;
+    size_t n;
+    DIR *d;
 
-    (void) snprintf (path, sizeof (path), "%.2048s/.tmp/%.64s/%.200s",
-                     a->replicas->bb, a->node, f->key);
-    if (unlink (path) == 0)
-        tier_log (LOG_DEBUG, "replica of %s: the part copied removed", f->path);
+    (void) snprintf (path, sizeof (path), "%.2048s/.tmp/%.64s", a->replicas->bb,
+                     a->node);
+    n = (size_t) snprintf (prefix, sizeof (prefix), ".%s.tier-", f->key);
+    if (!(d = opendir (path)))
+        return;
+    while ((de = readdir (d))) {
+        size_t len = strlen (de->d_name);
+        if (len > n + 5 && !strncmp (de->d_name, prefix, n)
+            && !strcmp (de->d_name + len - 5, ".part")
+            && unlinkat (dirfd (d), de->d_name, 0) == 0)
+            tier_log (LOG_DEBUG, "replica of %s: its part %s removed", f->path,
+                      de->d_name);
+    }
+    closedir (d);
 }
 
 /* The fetcher ended without a result (with one, f is gone and this is
