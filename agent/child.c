@@ -2,8 +2,10 @@
 /* Copyright 2026 the tier developers */
 /* child.c - the one way tierd starts a process (see child.h)
  *
- * Owns the table of running children and their channels; calls nothing
- * of the agent but its loop's epoll descriptor (agent.h).
+ * Owns the table of running children and their channels, and the table
+ * of abandoned ones (killed, but stuck in the kernel: reaped whenever
+ * they end); calls nothing of the agent but its loop's epoll descriptor
+ * (agent.h).
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -29,6 +31,10 @@
 
 #define READ_BURST 64                   /* messages read per event */
 #define WQUEUE_MAX (CHMSG_MAX * 4)
+/* A child killed this long ago and not reaped is stuck in the kernel (a
+ * file system request that is never answered: D state, where SIGKILL
+ * waits for the answer) and is abandoned. */
+#define ABANDON_AFTER_MS 1000
 
 struct child {
     struct child_spec spec;
@@ -39,13 +45,27 @@ struct child {
     bool sync;                          /* child_call's: not watched */
     bool want_out;
     int why;
-    int64_t started_ms, last_ms;
+    int pidfd; /* or -1 */
+    bool abandoned;
+    int64_t started_ms, last_ms, killed_ms;
     struct tier_msgreader rd;
     struct tier_msgwriter wr;
 };
 
 static struct child *slots[CHILD_MAX];
 static int nchildren;
+
+/* Abandoned children, oldest first: only their pid and name are kept,
+ * until they are reaped (child_reaped) or, past CHILD_ABANDONED_MAX,
+ * forgotten (the loop's waitpid (-1) still reaps them). */
+struct gone {
+    pid_t pid;
+    int pidfd;
+    char name[CHILD_NAME_MAX + 1];
+    int64_t since_ms;
+};
+static struct gone gone[CHILD_ABANDONED_MAX];
+static int ngone;
 static char *title_area;
 static size_t title_len;
 
@@ -234,6 +254,7 @@ static struct child *child_new (struct agent *a, const struct child_spec *s,
     c->a = a;
     c->slot = slot;
     c->fd = -1;
+    c->pidfd = -1;
     tier_msgreader_init (&c->rd, CHMSG_MAX);
     tier_msgwriter_init (&c->wr);
     return c;
@@ -242,6 +263,8 @@ static struct child *child_new (struct agent *a, const struct child_spec *s,
 static void child_free (struct child *c)
 {
     channel_close (c);
+    if (c->pidfd >= 0)
+        close (c->pidfd);
     slots[c->slot] = NULL;
     nchildren--;
     free (c);
@@ -252,18 +275,55 @@ static int child_fork (struct agent *a, struct child *c, tier_error_t *error)
     if ((c->pid = child_spawn (&c->spec, &c->fd, error)) < 0)
         return -1;
     (void) a;
+    /* ours and not reaped: the pidfd is of this very process */
+    c->pidfd = (int) syscall (SYS_pidfd_open, c->pid, 0);
+    if (c->pidfd >= 0)
+        (void) fcntl (c->pidfd, F_SETFD, FD_CLOEXEC);
     c->started_ms = c->last_ms = tier_now_ms ();
     slots[c->slot] = c;
     nchildren++;
     return 0;
 }
 
+/* Signal the child by its pidfd (a pid the agent reaped and the kernel
+ * gave again is never hit), by its pid where there is none. */
+static void signal_child (struct child *c, int sig)
+{
+    if (c->pidfd >= 0
+        && syscall (SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0) == 0)
+        return;
+    if (c->pidfd < 0 && c->pid > 0)
+        (void) kill (c->pid, sig);
+}
+
+/* Killed by child.c (why: ETIMEDOUT or ESTALE). */
+static void kill_for (struct child *c, int why)
+{
+    c->why = why;
+    c->killed_ms = tier_now_ms ();
+    signal_child (c, SIGKILL);
+}
+
 struct child *child_start (struct agent *a, const struct child_spec *spec,
                            tier_error_t *error)
 {
     struct epoll_event ev = { .events = EPOLLIN };
+    static bool subreaper;
     struct child *c;
 
+    /* a child's children that outlive it (a stager's copier it
+     * abandoned) are reaped here too, not by init */
+    if (!subreaper)
+        subreaper = prctl (PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+    if (ngone >= CHILD_ABANDONED_MAX) {
+        errno = EAGAIN;
+        tier_errprintf (error,
+                        "%s: %d children are stuck in the kernel "
+                        "already (a file system that does not answer): no "
+                        "more until some of them end",
+                        spec->name, ngone);
+        return NULL;
+    }
     if (!(c = child_new (a, spec, error)))
         return NULL;
     if (child_fork (a, c, error) < 0) {
@@ -351,6 +411,28 @@ void child_event (struct agent *a, int slot, uint32_t events)
         read_channel (c, false);
 }
 
+/* An abandoned child ended at last: forget it. */
+static bool gone_reaped (pid_t pid, int status)
+{
+    for (int i = 0; i < ngone; i++) {
+        if (gone[i].pid != pid)
+            continue;
+        tier_log (LOG_NOTICE,
+                  "%s %d, abandoned %lld s ago, ended at last "
+                  "(status %d)",
+                  gone[i].name, (int) pid,
+                  (long long) ((tier_now_ms () - gone[i].since_ms) / 1000),
+                  status);
+        if (gone[i].pidfd >= 0)
+            close (gone[i].pidfd);
+        memmove (&gone[i], &gone[i + 1],
+                 (size_t) (ngone - i - 1) * sizeof (gone[0]));
+        ngone--;
+        return true;
+    }
+    return false;
+}
+
 bool child_reaped (struct agent *a, pid_t pid, int status)
 {
     struct child *c = NULL;
@@ -360,7 +442,7 @@ bool child_reaped (struct agent *a, pid_t pid, int status)
         if (slots[i] && slots[i]->pid == pid)
             c = slots[i];
     if (!c)
-        return false;
+        return gone_reaped (pid, status);
     if (!c->sync) {
         /* what it sent before it exited comes first */
         read_channel (c, true);
@@ -372,6 +454,47 @@ bool child_reaped (struct agent *a, pid_t pid, int status)
     return true;
 }
 
+/* Keep the pid of c, which does not end, in gone[] (the oldest is
+ * forgotten when it is full). */
+static void gone_add (struct child *c, int64_t now)
+{
+    if (ngone == CHILD_ABANDONED_MAX) {
+        if (gone[0].pidfd >= 0)
+            close (gone[0].pidfd);
+        memmove (&gone[0], &gone[1], (size_t) (ngone - 1) * sizeof (gone[0]));
+        ngone--;
+    }
+    gone[ngone].pid = c->pid;
+    gone[ngone].pidfd = c->pidfd;
+    (void) snprintf (gone[ngone].name, sizeof (gone[ngone].name), "%s",
+                     c->spec.name);
+    gone[ngone].since_ms = now;
+    ngone++;
+    c->pidfd = -1;
+}
+
+/* c was killed and has not ended: it sleeps in the kernel, where even
+ * SIGKILL waits (a request of a file system that does not answer).  Its
+ * owner hears of it now, as if it had been reaped killed; the agent never
+ * waits for it, and its slot is free. */
+static void abandon (struct child *c, int64_t now)
+{
+    tier_log (LOG_WARNING,
+              "%s %d: killed %lld ms ago and still there (stuck "
+              "in the kernel: a file system that does not answer?): "
+              "abandoned, reaped whenever it ends",
+              c->spec.name, (int) c->pid, (long long) (now - c->killed_ms));
+    c->abandoned = true;
+    if (!c->sync) {
+        read_channel (c, false); /* what it sent before */
+        channel_close (c);
+        if (c->spec.on_done)
+            c->spec.on_done (c->a, c, SIGKILL, c->spec.owner);
+    }
+    gone_add (c, now);
+    child_free (c);
+}
+
 void child_tick (struct agent *a)
 {
     int64_t now = tier_now_ms ();
@@ -379,19 +502,24 @@ void child_tick (struct agent *a)
     (void) a;
     for (int i = 0; i < CHILD_MAX; i++) {
         struct child *c = slots[i];
-        if (!c || c->why)
+        if (!c)
+            continue;
+        if (c->killed_ms && now - c->killed_ms >= ABANDON_AFTER_MS) {
+            abandon (c, now);
+            continue;
+        }
+        if (c->why || c->sync)
             continue;
         if (c->spec.deadline_ms > 0
             && now - c->started_ms > c->spec.deadline_ms)
-            c->why = ETIMEDOUT;
+            kill_for (c, ETIMEDOUT);
         else if (c->spec.stall_ms > 0 && now - c->last_ms > c->spec.stall_ms)
-            c->why = ESTALE;
-        if (c->why) {
+            kill_for (c, ESTALE);
+        if (c->why)
             tier_log (LOG_WARNING, "%s %d: %s; killed", c->spec.name,
-                      (int) c->pid, c->why == ETIMEDOUT
-                      ? "past its deadline" : "no progress");
-            (void) kill (c->pid, SIGKILL);
-        }
+                      (int) c->pid,
+                      c->why == ETIMEDOUT ? "past its deadline"
+                                          : "no progress");
     }
 }
 
@@ -447,13 +575,15 @@ int child_call (struct agent *a, const struct child_spec *spec,
     rerr = rc < 0 ? errno : 0; /* what the calls below leave is not it */
     channel_close (c);
     if (rc < 0 && rerr == ETIMEDOUT) {
+        kill_for (c, ETIMEDOUT); /* reaped with the others */
         errno = ETIMEDOUT;
-        (void) kill (c->pid, SIGKILL);  /* reaped with the others */
         return tier_errprintf (error, "%s did not answer within %d s",
                                spec->name, timeout_ms / 1000);
     }
     if (agent_child_wait (c->pid, &st, (int) (deadline - tier_now_ms ())
                           > 0 ? (int) (deadline - tier_now_ms ()) : 1) < 0) {
+        kill_for (c, ETIMEDOUT); /* reaped with the others */
+        errno = ETIMEDOUT;
         if (rc == 0) {
             json_decref (*body);
             *body = NULL;
@@ -487,10 +617,16 @@ int child_why (const struct child *c)
     return c->why;
 }
 
+bool child_abandoned (const struct child *c)
+{
+    return c->abandoned;
+}
+
 void child_kill (struct child *c, int sig)
 {
-    if (c->pid > 0)
-        (void) kill (c->pid, sig);
+    if (sig == SIGKILL && !c->killed_ms)
+        c->killed_ms = tier_now_ms (); /* abandoned if it does not end */
+    signal_child (c, sig);
 }
 
 void child_orphan (struct child *c)
@@ -503,6 +639,11 @@ void child_orphan (struct child *c)
 int child_count (void)
 {
     return nchildren;
+}
+
+int child_abandoned_count (void)
+{
+    return ngone;
 }
 
 int agent_child_wait (pid_t pid, int *status, int timeout_ms)

@@ -32,8 +32,20 @@
  * once the process is reaped and everything it sent was read, calls
  * spec->on_done with its wait status.  child_tick enforces spec->deadline_ms
  * (the whole run) and spec->stall_ms (the progress watchdog: no message
- * for that long); either kills the child with SIGKILL, and on_done sees
- * why (child_why: ETIMEDOUT or ESTALE).
+ * for that long); either kills the child with SIGKILL (by its pidfd), and
+ * on_done sees why (child_why: ETIMEDOUT or ESTALE).
+ *
+ * A killed child that has not ended a second later sleeps in the kernel
+ * where SIGKILL waits too (D state: a request of a FUSE or network file
+ * system that is never answered).  It is abandoned, never waited for:
+ * on_done is called at once, with the status of a SIGKILL death and
+ * child_abandoned true, its channel is closed and its slot freed; only
+ * its pid is kept (at most CHILD_ABANDONED_MAX of them) until the loop
+ * reaps it, whenever it ends, and logs that.  While CHILD_ABANDONED_MAX
+ * children are abandoned and alive, child_start refuses (EAGAIN): a file
+ * system that hangs every request costs a bounded number of processes.
+ * The agent is the subreaper of its children's children, so that those
+ * a child abandons (a stager's copier) are reaped here too.
  *
  * A child of a child (the stager's copier) uses child_spawn, the same
  * steps without the agent's loop.
@@ -55,6 +67,7 @@
 #define CHILD_NAME_MAX 15           /* what comm holds */
 #define CHILD_TITLE_MAX 128
 #define CHILD_EXIT_SETUP 125        /* as_root or the drop failed */
+#define CHILD_ABANDONED_MAX 64      /* abandoned children still alive */
 
 struct agent;
 struct child;
@@ -126,6 +139,9 @@ int child_send (struct child *c, int type, json_t *body, const int *fds,
 pid_t child_pid (const struct child *c);
 /* Why child.c killed it: 0, ETIMEDOUT (deadline) or ESTALE (no progress). */
 int child_why (const struct child *c);
+/* In on_done: it did not end when killed (see above). */
+bool child_abandoned (const struct child *c);
+/* By its pidfd; SIGKILL also arms the abandonment (above). */
 void child_kill (struct child *c, int sig);
 /* Forget the owner: no more callbacks; the child is still reaped. */
 void child_orphan (struct child *c);
@@ -134,8 +150,10 @@ void child_orphan (struct child *c);
 void child_event (struct agent *a, int slot, uint32_t events);
 bool child_reaped (struct agent *a, pid_t pid, int status);
 void child_tick (struct agent *a);
-/* Children still running (for tests and tierctl status). */
+/* Children still running (for tests and tierctl status), and those
+ * abandoned and not yet ended. */
 int child_count (void);
+int child_abandoned_count (void);
 
 /* The daemon's double fork (main.c): returns 0 in the grandchild only,
  * in a new session with stdio on /dev/null; the two processes before it

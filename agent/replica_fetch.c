@@ -16,6 +16,16 @@
  * GFS), renames the complete file into place, and reports one message
  * of replica_msg.h.  A replica is never visible half-written.
  *
+ * The stall watchdog: while it waits for the lock or copies, the fetcher
+ * says it is alive (progress, at most once a second, only when a chunk
+ * moved or the lock was looked at); one that says nothing for
+ * StallTimeout is killed and, if it does not end (a GFS read that is
+ * never answered keeps it in the kernel), abandoned by child.c.  Either
+ * way the fetch fails now: its stream goes back, its waiters read the
+ * GFS (their own open, not the descriptor the stuck fetcher holds), the
+ * log names the file and the job, and the next open of the file fetches
+ * it again (once the stuck fetcher's lock is stale: BBLockStale).
+ *
  * Owns struct fetch and struct waiter.  Calls child.c, bblock.c,
  * replica_msg.c, streams.c, the copy engine, replica_index.c and
  * replica.c's replies.
@@ -23,8 +33,10 @@
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "lib/copy.h"
 #include "lib/log.h"
 #include "bblock.h"
@@ -54,9 +67,31 @@ struct fetch_ctx {
     struct tier_copy_limit *limit; /* the user's bucket */
     uint64_t bytes;                /* copied */
     char err[512];
+    int chan;        /* to the agent */
+    int64_t beat_ms; /* the last progress sent */
 };
 
+#define BEAT_MS 1000 /* progress at most this often */
+
 /* ------------------------------------------------------ in the fetcher */
+
+/* Tell the agent the fetch is alive (bytes: copied so far). */
+static void beat (struct fetch_ctx *f, uint64_t bytes)
+{
+    struct repmsg m = { .type = REPMSG_PROGRESS, .bytes = bytes };
+    int64_t now = tier_now_ms ();
+
+    if (now - f->beat_ms < BEAT_MS)
+        return;
+    f->beat_ms = now;
+    (void) repmsg_send (f->chan, &m, -1);
+}
+
+static void on_copy_progress (uint64_t done, uint64_t total, void *arg)
+{
+    (void) total;
+    beat (arg, done);
+}
 
 static bool replica_present (void *arg)
 {
@@ -85,6 +120,8 @@ static int copy_publish (struct fetch_ctx *f)
         .mode = f->mode,
         .threads = 1,
         .limit = f->limit, /* the user's UserBandwidth */
+        .progress = on_copy_progress,
+        .progress_arg = f,
         /* the copy must be of the version its key names: the source may
          * have changed while the request was queued or waited for the
          * lock, and the engine only compares with the copy's start */
@@ -136,6 +173,13 @@ static int copy_publish (struct fetch_ctx *f)
     return 0;
 }
 
+/* The lock's wait: alive, and is the replica there already? */
+static bool lock_wait_done (void *arg)
+{
+    beat (arg, 0);
+    return replica_present (arg);
+}
+
 static enum repmsg_type fetch_run (struct fetch_ctx *f)
 {
     char lock[BBLOCK_NAME_MAX];
@@ -144,7 +188,7 @@ static enum repmsg_type fetch_run (struct fetch_ctx *f)
 
     (void) snprintf (lock, sizeof (lock), "%s.lock", f->key);
     bblock_init (&l, f->scopefd, lock, f->node, f->boot, f->stale_s, f->wait_s);
-    l.done = replica_present;
+    l.done = lock_wait_done;
     l.done_arg = f;
     if ((rc = bblock_take (&l, f->err, sizeof (f->err))) == 1)
         return REPMSG_FOUND;
@@ -166,6 +210,8 @@ static int fetcher_main (void *arg, int chan)
     struct fetch_ctx *f = arg;
     struct repmsg m = { .type = REPMSG_FAILED };
 
+    f->chan = chan;
+    f->beat_ms = tier_now_ms ();
     f->scopefd = open (f->scope_path,
                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     f->tmpfd = open (f->tmp_path,
@@ -321,26 +367,68 @@ static void on_fetch_msg (struct agent *a, struct child *c, int type,
     (void) nfds;
     if (repmsg_unpack (type, body, &m, &e) < 0)
         tier_log (LOG_WARNING, "replica of %s: %s", f->path, e.text);
+    else if (m.type == REPMSG_PROGRESS)
+        ; /* alive (child.c's stall watchdog saw the message) */
     else if (!f->done)
         fetch_finish (a, f, m.type, m.bytes, m.error);
     json_decref (body);
 }
 
+/* A fetcher killed mid-copy leaves its part in .tmp/NODE/ (the copy
+ * engine's .KEY.tier-XXXXXX.part): it does nothing more with it (a stuck
+ * one dies as soon as its read returns), and a new fetch of the key
+ * starts from scratch, under a name of its own. */
+static void drop_part (struct agent *a, const struct fetch *f)
+{
+    char path[PATH_MAX], prefix[REPLICA_KEY_MAX + 16];
+    struct dirent *de;
+    size_t n;
+    DIR *d;
+
+    (void) snprintf (path, sizeof (path), "%.2048s/.tmp/%.64s", a->replicas->bb,
+                     a->node);
+    n = (size_t) snprintf (prefix, sizeof (prefix), ".%s.tier-", f->key);
+    if (!(d = opendir (path)))
+        return;
+    while ((de = readdir (d))) {
+        size_t len = strlen (de->d_name);
+        if (len > n + 5 && !strncmp (de->d_name, prefix, n)
+            && !strcmp (de->d_name + len - 5, ".part")
+            && unlinkat (dirfd (d), de->d_name, 0) == 0)
+            tier_log (LOG_DEBUG, "replica of %s: its part %s removed", f->path,
+                      de->d_name);
+    }
+    closedir (d);
+}
+
 /* The fetcher ended without a result (with one, f is gone and this is
- * not called: fetch_remove orphaned the child). */
+ * not called: fetch_remove orphaned the child), or it was killed for
+ * making no progress and maybe abandoned (child.h). */
 static void on_fetch_done (struct agent *a, struct child *c, int status,
                            void *owner)
 {
     struct fetch *f = owner;
-    char why[64];
+    char why[256];
 
-    (void) c;
     if (f->done)
         return;
-    (void) snprintf (why, sizeof (why),
-                     "the fetcher ended without a result "
-                     "(status %d)",
-                     status);
+    if (child_why (c))
+        drop_part (a, f);
+    if (child_why (c) == ESTALE)
+        (void) snprintf (why, sizeof (why),
+                         "no data from the GFS for %llu s (StallTimeout): "
+                         "the fetcher was %s; the next open fetches it "
+                         "again",
+                         (unsigned long long) a->conf->stall_timeout,
+                         child_abandoned (c) ? "stuck in a read that is "
+                                               "never answered, and "
+                                               "abandoned"
+                                             : "killed");
+    else
+        (void) snprintf (why, sizeof (why),
+                         "the fetcher ended without a result "
+                         "(status %d)",
+                         status);
     fetch_finish (a, f, REPMSG_FAILED, 0, why);
 }
 
@@ -371,6 +459,10 @@ static int fetch_start (struct agent *a, struct fetch *f, tier_error_t *error)
         .on_msg = on_fetch_msg,
         .on_done = on_fetch_done,
         .owner = f,
+        /* StallTimeout: the progress watchdog (0: none) */
+        .stall_ms = a->conf->stall_timeout > INT_MAX / 1000
+                        ? INT_MAX
+                        : (int) a->conf->stall_timeout * 1000,
     };
 
     (void) snprintf (ctx.scope_path, sizeof (ctx.scope_path),

@@ -23,6 +23,7 @@ static const struct chmsg_type fetch_types[] = {
     { REPMSG_COPIED, "copied" },
     { REPMSG_FOUND, "found" },
     { REPMSG_FAILED, "failed" },
+    { REPMSG_PROGRESS, "progress" },
 };
 
 static const struct chmsg_type walk_types[] = {
@@ -50,6 +51,7 @@ const struct chmsg_proto *repmsg_proto (int type)
         case REPMSG_COPIED:
         case REPMSG_FOUND:
         case REPMSG_FAILED:
+        case REPMSG_PROGRESS:
             return &repmsg_fetch_proto;
         case REPMSG_MANIFEST:
         case REPMSG_WALK_ERROR:
@@ -64,6 +66,7 @@ json_t *repmsg_pack (const struct repmsg *m)
 
     switch (m->type) {
         case REPMSG_COPIED:
+        case REPMSG_PROGRESS:
             if (m->bytes <= (uint64_t) INT64_MAX)
                 o = json_pack ("{s:I}", "bytes", (json_int_t) m->bytes);
             break;
@@ -117,6 +120,7 @@ int repmsg_unpack (int type, json_t *body, struct repmsg *m,
     m->type = type;
     switch (type) {
         case REPMSG_COPIED:
+        case REPMSG_PROGRESS:
             return unpack_bytes (type, body, INT64_MAX, m, error);
         case REPMSG_MANIFEST:
             return unpack_bytes (type, body, REPMSG_MANIFEST_MAX, m, error);

@@ -7,8 +7,10 @@
  * channel's table names only its own messages: a message on the wrong
  * channel is refused as unknown.
  *
- * The fetcher (root; replica_fetch.c) -> the agent, one message at its
- * end, repmsg_fetch_proto:
+ * The fetcher (root; replica_fetch.c) -> the agent, progress while it
+ * waits or copies and one message at its end, repmsg_fetch_proto:
+ *   progress {bytes}       alive: bytes copied so far (at most one a
+ *                          second, for the agent's stall watchdog)
  *   copied {bytes}         this node copied the replica (bytes read)
  *   found {}               another node published it meanwhile
  *   failed {error}         no replica: why (the opens read the GFS)
@@ -44,6 +46,8 @@ enum repmsg_type {
     /* the walker's */
     REPMSG_MANIFEST,
     REPMSG_WALK_ERROR,
+    /* the fetcher's, before its result */
+    REPMSG_PROGRESS,
 };
 
 /* Every member of every message; a message uses those listed above (the
@@ -51,7 +55,7 @@ enum repmsg_type {
  */
 struct repmsg {
     enum repmsg_type type;
-    uint64_t bytes;    /* copied, manifest */
+    uint64_t bytes;    /* copied, manifest, progress */
     const char *error; /* failed, error */
 };
 

@@ -297,6 +297,33 @@ static void on_stager_msg (struct agent *a, struct child *c, int type,
     json_decref (body);
 }
 
+/* What the agent keeps of a running part. */
+struct part {
+    uint32_t job_id;
+    int part;
+    uint64_t ticket; /* the copier's GFS stream (streams.c), or 0 */
+};
+
+/* The stager ended: so did its copier, or it was stuck and abandoned
+ * (stage_child.c: the part failed saying so), or the stager was stopped
+ * at job end with the copier stuck -- whose GFS stream then no longer
+ * counts. */
+static void on_stager_done (struct agent *a, struct child *c, int status,
+                            void *owner)
+{
+    struct part *p = owner;
+    char why[128];
+
+    (void) c;
+    (void) status;
+    (void) snprintf (why, sizeof (why),
+                     "the stage-in of job %u ended, its copier is stuck "
+                     "(abandoned)",
+                     p->job_id);
+    (void) streams_revoke (a, p->ticket, why);
+    free (p);
+}
+
 /* The part's stager; its pid in stage[.P].pid for stage_job_end. */
 static int start_stager (struct agent *a, struct stage_req *r,
                          tier_error_t *error)
@@ -310,8 +337,10 @@ static int start_stager (struct agent *a, struct stage_req *r,
         .main = stager_main,
         .arg = r,
         .on_msg = on_stager_msg,
+        .on_done = on_stager_done,
     };
     char what[64], name[TIER_NS_NAME_MAX], pidbuf[32];
+    struct part *p;
     struct child *c;
 
     stage_status_write (a->conf, r->job_id, r->part, &st);
@@ -319,8 +348,16 @@ static int start_stager (struct agent *a, struct stage_req *r,
      * the channel and the bucket exist before the stager is forked */
     (void) snprintf (what, sizeof (what), "stage-in of job %u", r->job_id);
     r->limit = streams_limit (a, r->uid, r->user);
-    r->streamfd = streams_client (a, r->uid, r->user, STREAMS_STAGE_IN, what);
+    if (!(p = calloc (1, sizeof (*p)))) {
+        errno = ENOMEM;
+        return tier_errprintf (error, "out of memory");
+    }
+    p->job_id = r->job_id;
+    p->part = r->part;
+    r->streamfd = streams_client_id (a, r->uid, r->user, STREAMS_STAGE_IN, what,
+                                     &p->ticket);
     spec.keep[spec.nkeep++] = r->streamfd;
+    spec.owner = p;
     (void) snprintf (spec.title, sizeof (spec.title),
                      "tierd-stage job %u "
                      "%s",
@@ -329,8 +366,10 @@ static int start_stager (struct agent *a, struct stage_req *r,
     if (r->streamfd >= 0)
         close (r->streamfd); /* the copier's alone */
     if (!c) {
+        (void) streams_revoke (a, p->ticket, NULL);
+        free (p);
         st.state = "failed";
-        st.error = "fork failed";
+        st.error = error->text[0] ? error->text : "fork failed";
         stage_status_write (a->conf, r->job_id, r->part, &st);
         return -1;
     }

@@ -24,6 +24,18 @@
  * input on one of the node's GFS streams (streams.c) within the user's
  * bandwidth.
  *
+ * The stall watchdog: the copier tells the stager of every chunk it
+ * copies (progress, at most every 200 ms).  One that tells nothing for
+ * StallTimeout, and is not waiting for a GFS stream, is stuck -- most
+ * likely in a GFS read that is never answered, where even SIGKILL waits.
+ * The stager kills it by its pidfd, gives it a second to end, and if it
+ * does not, abandons it: the part fails at once, its stage.status naming
+ * the stuck input (the file the copier has open for reading, from
+ * /proc/PID/fd: the very one inside a tree), the job's tasks fail with
+ * that message, and the stager exits without waiting; the agent then
+ * revokes the copier's GFS stream (stage.c) and, as the subreaper,
+ * reaps the copier whenever it ends.
+ *
  * Owns the stager's and the copier's processes and the files named above.
  * Calls lib/ (copy, jobns, trust, state, url, endpoint), streams.c's
  * worker side, stage_url.c and stage_msg.c.  A child has no log: the
@@ -35,6 +47,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -61,6 +74,10 @@
 #include "stage.h"
 
 #define STATUS_ERROR_MAX 4000 /* of an error in stage.status */
+#define MSG_TIMEOUT_MS 10000  /* the rest of a message that began */
+#define KILL_GRACE_MS \
+    1000 /* a killed copier that is not gone by then
+                               * is stuck in the kernel: abandoned */
 
 void stage_status_write (const struct tier_conf *conf, uint32_t job, int part,
                          const struct stage_status *st)
@@ -198,6 +215,32 @@ static int gfs_copy (int chan, int srcfd, const struct stat *expect, int dstfd,
     return rc;
 }
 
+/* The stage cache key's lock: another job of the user may be copying
+ * this version now.  Wait for it, telling the stager that this copier is
+ * alive, but for at most half of StallTimeout: a holder that slow, or
+ * stuck, is not waited for longer, the file is copied past the cache.
+ * 0: held; -1: go without the cache. */
+static int key_lock (int lfd, const struct stage_req *r,
+                     struct stage_progress *prog)
+{
+    int64_t limit = (int64_t) r->conf->stall_timeout * 500;
+    int64_t t0 = tier_now_ms ();
+
+    if (r->conf->stall_timeout == 0)
+        return flock (lfd, LOCK_EX);
+    for (;;) {
+        if (flock (lfd, LOCK_EX | LOCK_NB) == 0)
+            return 0;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return -1;
+        if (tier_now_ms () - t0 >= limit)
+            return -1;
+        if (prog)
+            stage_on_progress (0, 1, prog); /* alive: nothing copied */
+        (void) usleep (100000);
+    }
+}
+
 /* A file input through the node's stage cache: NvdimmDir/.stagecache/UID/
  * keyed by the source's version (inode, size, mtime, ctime).  Tasks of a
  * batch staging the same file on a node copy it once (the others wait on
@@ -228,7 +271,7 @@ static int cached_copy (struct copier *cp, int k, const char *base,
         if ((lfd = openat (cachefd, lock,
                            O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600))
                 < 0
-            || flock (lfd, LOCK_EX) < 0) {
+            || key_lock (lfd, cp->r, opts->progress_arg) < 0) {
             if (lfd >= 0)
                 close (lfd);
             return gfs_copy (cp->chan, srcfd, NULL, dstfd, base, opts, res,
@@ -436,6 +479,7 @@ struct stager {
     char err[STATUS_ERROR_MAX + 1];
     json_t *made; /* stage.made: [{path, dev, ino, ref}] */
     bool ok;
+    bool abandoned; /* the copier: stuck, killed, not waited for */
     int64_t t0;
 };
 
@@ -627,17 +671,121 @@ static void on_copier (struct stager *s, const struct stagemsg *m)
     stager_status (s, "copying", NULL);
 }
 
-/* Read the copier's messages until it closes its end. */
-static void listen_copier (struct stager *s, int chan, pid_t pid)
+/* Is path items[k] or beneath it? */
+static bool under_item (const struct stage_req *r, const char *path)
 {
+    for (int k = 0; k < r->nitems; k++) {
+        size_t n = strlen (r->items[k]);
+        if (!strncmp (path, r->items[k], n)
+            && (path[n] == '\0' || path[n] == '/'))
+            return true;
+    }
+    return false;
+}
+
+/* The input a stuck copier reads: of the descriptors it has open for
+ * reading (not O_PATH, not a directory), the deepest path beneath an
+ * item (a tree's file rather than the tree).  Only /proc is read: the
+ * GFS, which does not answer, is not touched.  false if none. */
+static bool stuck_input (const struct stager *s, pid_t pid, char *out,
+                         size_t size)
+{
+    char dir[64], path[512], target[PATH_MAX], line[128];
+    struct dirent *de;
+    size_t best = 0;
+    DIR *d;
+
+    (void) snprintf (dir, sizeof (dir), "/proc/%d/fd", (int) pid);
+    if (!(d = opendir (dir)))
+        return false;
+    while ((de = readdir (d))) {
+        unsigned long flags = 0;
+        ssize_t n;
+        FILE *f;
+
+        if (de->d_name[0] == '.')
+            continue;
+        (void) snprintf (path, sizeof (path), "/proc/%d/fdinfo/%s", (int) pid,
+                         de->d_name);
+        if (!(f = fopen (path, "re")))
+            continue;
+        while (fgets (line, sizeof (line), f))
+            if (sscanf (line, "flags: %lo", &flags) == 1)
+                break;
+        fclose (f);
+        if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_PATH | O_DIRECTORY)))
+            continue;
+        (void) snprintf (path, sizeof (path), "%s/%s", dir, de->d_name);
+        if ((n = readlink (path, target, sizeof (target) - 1)) <= 0)
+            continue;
+        target[n] = '\0';
+        if (under_item (s->r, target) && (size_t) n > best) {
+            best = (size_t) n;
+            (void) snprintf (out, size, "%s", target);
+        }
+    }
+    closedir (d);
+    return best > 0;
+}
+
+/* The copier said nothing for StallTimeout: kill it, and if it does not
+ * end within KILL_GRACE_MS, abandon it (it is stuck in the kernel: the
+ * stager does not wait for it).  The part fails, naming what is stuck. */
+static void copier_stalled (struct stager *s, pid_t pid, int pidfd)
+{
+    const struct stage_req *r = s->r;
+    struct pollfd p = { .fd = pidfd, .events = POLLIN };
+    char what[PATH_MAX + 64];
+    int status;
+
+    if (!stuck_input (s, pid, what, sizeof (what))) {
+        if (r->nitems == 1)
+            (void) snprintf (what, sizeof (what), "%s", r->items[0]);
+        else
+            (void) snprintf (what, sizeof (what),
+                             "%s (or another of the "
+                             "job's %d inputs)",
+                             r->items[0], r->nitems);
+    }
+    if (pidfd < 0
+        || syscall (SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) < 0)
+        (void) kill (pid, SIGKILL);
+    s->abandoned = true;
+    if (pidfd >= 0 && poll (&p, 1, KILL_GRACE_MS) == 1
+        && waitpid (pid, &status, 0) == pid)
+        s->abandoned = false;
+    s->ok = false;
+    (void) snprintf (s->err, sizeof (s->err),
+                     "%.3000s: no progress for %llu s (StallTimeout): the GFS "
+                     "does not answer; the copy was %s",
+                     what, (unsigned long long) r->conf->stall_timeout,
+                     s->abandoned ? "abandoned (stuck in a GFS request)"
+                                  : "stopped");
+}
+
+/* Read the copier's messages until it closes its end, or says nothing
+ * for StallTimeout while not waiting for a GFS stream. */
+static void listen_copier (struct stager *s, int chan, pid_t pid, int pidfd)
+{
+    uint64_t stall_s = s->r->conf->stall_timeout;
+    int stall_ms = stall_s > INT_MAX / 1000 ? INT_MAX : (int) stall_s * 1000;
     tier_error_t e;
     struct stagemsg m;
     json_t *body;
     int type;
 
     for (;;) {
+        struct pollfd p = { .fd = chan, .events = POLLIN };
+        int rc = poll (&p, 1, s->st.queued || stall_s == 0 ? -1 : stall_ms);
+
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc == 0) {
+            copier_stalled (s, pid, pidfd);
+            return;
+        }
         if (chmsg_recv (chan, &stagemsg_copier_proto, &type, &body, NULL, NULL,
-                        0, -1, &e)
+                        0, MSG_TIMEOUT_MS, &e)
             < 0) {
             if (errno == ECONNRESET || errno == ENODATA)
                 return;
@@ -697,7 +845,7 @@ int stager_main (void *arg, int chan)
         .made = json_array (),
     };
     struct stage_req *r = s.r;
-    int status = 0, cchan;
+    int status = 0, cchan, pidfd;
     pid_t pid;
 
     stager_status (&s, "copying", NULL);
@@ -715,9 +863,14 @@ int stager_main (void *arg, int chan)
         close (s.cachefd);
     if (r->streamfd >= 0)
         close (r->streamfd);
-    listen_copier (&s, cchan, pid);
+    /* its own child, not reaped: this pidfd is of that very process */
+    pidfd = (int) syscall (SYS_pidfd_open, pid, 0);
+    listen_copier (&s, cchan, pid, pidfd);
     close (cchan);
-    while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+    if (pidfd >= 0)
+        close (pidfd);
+    /* one stuck is abandoned: the agent reaps it whenever it ends */
+    while (!s.abandoned && waitpid (pid, &status, 0) < 0 && errno == EINTR)
         ;
     s.ok = s.ok && WIFEXITED (status) && WEXITSTATUS (status) == 0;
     json_decref (s.made);

@@ -42,6 +42,13 @@
  * A worker that loses the agent (it died, or did not answer a request
  * for STREAMS_ANSWER_MS: stopped or hung) goes on without a stream: the
  * restarted agent does not know it, the copy still finishes.
+ *
+ * A worker that is stuck (a GFS request never answered: killed, it still
+ * does not end, and keeps its end of the channel open) is abandoned by
+ * whoever watched it, and its ticket revoked (streams_revoke): what it
+ * held or waited for no longer counts against the node's streams or its
+ * user's share.  Should it ever wake, it finds the channel closed (it
+ * was killed anyway).
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -78,6 +85,7 @@ struct stream_ticket {
     enum streams_kind kind;
     char what[200];             /* "stage-in of job 12", for the log */
     enum tstate state;
+    uint64_t id;                /* remote: for streams_revoke */
     bool told;                  /* told to wait ('Q', logged) */
     uint64_t seq;               /* arrival of the current wait */
     int64_t since_ms;
@@ -103,7 +111,7 @@ struct streams {
     struct suser *users;
     int nusers, cusers;
     unsigned in_use, waiting;
-    uint64_t seq, grants;
+    uint64_t seq, grants, ids, revoked;
     uint64_t rate;              /* UserBandwidth the buckets have */
     bool busy, again;           /* schedule () is running / to run again */
 };
@@ -416,6 +424,12 @@ void streams_done (struct agent *a, struct stream_ticket **ticket)
 int streams_client (struct agent *a, uid_t uid, const char *user,
                     enum streams_kind kind, const char *what)
 {
+    return streams_client_id (a, uid, user, kind, what, NULL);
+}
+
+int streams_client_id (struct agent *a, uid_t uid, const char *user,
+                       enum streams_kind kind, const char *what, uint64_t *id)
+{
     struct streams *s = a->streams;
     struct stream_ticket *t;
     struct epoll_event ev = { .events = EPOLLIN };
@@ -449,8 +463,43 @@ int streams_client (struct agent *a, uid_t uid, const char *user,
         return -1;
     }
     t->slot = slot;
+    t->id = ++s->ids;
     s->slots[slot] = t;
+    if (id)
+        *id = t->id;
     return sv[1];
+}
+
+bool streams_revoke (struct agent *a, uint64_t id, const char *why)
+{
+    struct streams *s = a->streams;
+    struct stream_ticket *t = NULL;
+    bool held;
+    char c;
+
+    if (!s || id == 0)
+        return false;
+    for (int i = 0; i < AGENT_STREAMS_MAX && !t; i++)
+        if (s->slots[i] && s->slots[i]->id == id)
+            t = s->slots[i];
+    if (!t)
+        return false; /* ended already */
+    held = t->state == T_HOLDING;
+    /* a worker that closed its end just now is gone, not stuck: its EOF
+     * waits in the loop */
+    if (recv (t->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+        why = NULL;
+    else {
+        s->revoked++;
+        ticket_idle (a, t); /* the counts the log line shows: after */
+        log_state (a, LOG_WARNING, held ? "revoked" : "wait revoked", t, -1);
+        tier_log (LOG_WARNING, "GFS stream of %s: %s", t->what,
+                  why ? why : "its worker does not end");
+    }
+    ticket_free (a, t);
+    if (held)
+        schedule (a);
+    return why != NULL;
 }
 
 void streams_event (struct agent *a, int slot)
@@ -680,9 +729,8 @@ json_t *streams_status_json (struct agent *a, uid_t uid)
             return NULL;
         }
     }
-    return json_pack ("{s:i s:i s:i s:I s:o}", "max", (int) cap (a),
-                      "in_use", (int) s->in_use,
-                      "waiting", (int) s->waiting,
-                      "user_bandwidth", (json_int_t) a->conf->user_bandwidth,
-                      "users", users);
+    return json_pack ("{s:i s:i s:i s:I s:I s:o}", "max", (int) cap (a),
+                      "in_use", (int) s->in_use, "waiting", (int) s->waiting,
+                      "revoked", (json_int_t) s->revoked, "user_bandwidth",
+                      (json_int_t) a->conf->user_bandwidth, "users", users);
 }

@@ -59,6 +59,14 @@ void streams_done (struct agent *a, struct stream_ticket **ticket);
  * without streams (streams_take returns 1). */
 int streams_client (struct agent *a, uid_t uid, const char *user,
                     enum streams_kind kind, const char *what);
+/* The same, and the ticket's id in *id (never 0), for streams_revoke. */
+int streams_client_id (struct agent *a, uid_t uid, const char *user,
+                       enum streams_kind kind, const char *what, uint64_t *id);
+/* The worker of ticket id is stuck (killed, it does not end, and keeps
+ * its end open) and abandoned: take back what it holds or waits for, and
+ * log why.  true if it was revoked; false if it had ended (or its worker
+ * just closed its end: then it is freed without a word). */
+bool streams_revoke (struct agent *a, uint64_t id, const char *why);
 /* In a forked child that is no worker of these channels: close the
  * agent's ends it inherited (so that a worker sees EOF when the agent
  * dies). */

@@ -58,6 +58,9 @@ struct tier_conf {
     uint64_t stage_in_timeout;  /* StageInTimeout (s): tasks wait this long */
     uint64_t stage_out_timeout; /* StageOutTimeout (s): the epilog waits this
                                  * long for outputs to reach the GFS */
+    uint64_t stall_timeout;     /* StallTimeout (s): a stage-in copier or a
+                                 * replica fetcher that moved no data this
+                                 * long is abandoned (0: never) */
     uint64_t stats_interval_ms; /* StatsInterval: snapshots this often */
     uint64_t stats_retention;   /* StatsRetention (s): ended jobs' stats */
     char *metrics_file;         /* MetricsFile: node_exporter textfile */

@@ -4,7 +4,8 @@
  * a child finds when its main runs (descriptors, name, title, signals,
  * parent-death signal, credentials), and the agent's side through a small
  * event loop of the test's own (messages in order and before on_done, the
- * deadline and the stall watchdog), child_call and child_send
+ * deadline and the stall watchdog, abandoning a child that does not end
+ * when killed), child_call and child_send
  *
  * No assertion bounds a wall-clock time: a child is killed or not, and
  * for a reason; every wait has a safety bound (SAFETY_MS) so that a broken
@@ -227,6 +228,8 @@ struct rec {
     json_t *bodies[MAX_MSGS];
     char *texts[MAX_MSGS]; /* of a memfd beside the message, or NULL */
     bool done;
+    int ndone;
+    bool abandoned;
     int status;
     int why;
     int msgs_at_done;
@@ -267,6 +270,8 @@ static void on_done (struct agent *a, struct child *c, int status, void *owner)
 
     (void) a;
     r->done = true;
+    r->ndone++;
+    r->abandoned = child_abandoned (c);
     r->status = status;
     r->why = child_why (c);
     r->msgs_at_done = r->nmsg;
@@ -682,6 +687,124 @@ static void test_start_stall (void **state)
     agent_fini (&a);
 }
 
+/* A child stuck in the kernel (D state: SIGKILL waits for a file system
+ * request) is what a unit test cannot make; one the loop does not reap
+ * looks the same to child.c.  Runs the loop without reaping until every
+ * r[i] is done (or SAFETY_MS). */
+static void run_unreaped (struct agent *a, struct rec *r, int n)
+{
+    int64_t deadline = tier_now_ms () + SAFETY_MS;
+    int left = n;
+
+    while (left > 0 && tier_now_ms () < deadline) {
+        struct epoll_event evs[8];
+        int k;
+
+        child_tick (a);
+        k = epoll_wait (a->epfd, evs, 8, 20);
+        for (int i = 0; i < k; i++) {
+            uint64_t tag = evs[i].data.u64;
+            if (tag >= AGENT_EV_CHILD0 && tag < AGENT_EV_CHILD0 + CHILD_MAX)
+                child_event (a, (int) (tag - AGENT_EV_CHILD0), evs[i].events);
+        }
+        left = 0;
+        for (int i = 0; i < n; i++)
+            left += !r[i].done;
+    }
+    assert_int_equal (left, 0);
+}
+
+static void test_start_abandon (void **state)
+{
+    struct seq stalls = { .n = 2, .stall = true };
+    struct agent a;
+    struct child_spec s;
+    struct child *c;
+    struct rec r;
+    int status;
+    pid_t pid;
+
+    (void) state;
+    agent_init (&a);
+    spec_init (&s, child_seq, &stalls);
+    s.stall_ms = 100;
+    c = start (&a, &s, &r);
+    pid = child_pid (c);
+    run_unreaped (&a, &r, 1);
+    /* told at once, as if killed, with what it sent; its slot is free */
+    assert_int_equal (r.ndone, 1);
+    assert_true (r.abandoned);
+    assert_int_equal (r.why, ESTALE);
+    assert_true (killed_by_sigkill (r.status));
+    assert_seq (&r, 2);
+    assert_int_equal (child_count (), 0);
+    assert_int_equal (child_abandoned_count (), 1);
+    /* it ends at last: reaped, known, and its owner not called again */
+    assert_int_equal (waitpid (pid, &status, 0), pid);
+    assert_true (child_reaped (&a, pid, status));
+    assert_int_equal (child_abandoned_count (), 0);
+    assert_int_equal (r.ndone, 1);
+    /* a pid nobody knows (the loop reaps every child) */
+    assert_false (child_reaped (&a, pid, status));
+    rec_fini (&r);
+
+    /* one that ends when killed is reaped, not abandoned */
+    spec_init (&s, child_sleep, NULL);
+    s.stall_ms = 100;
+    c = start (&a, &s, &r);
+    run (&a, c, &r);
+    assert_false (r.abandoned);
+    assert_int_equal (r.why, ESTALE);
+    assert_int_equal (child_abandoned_count (), 0);
+    rec_fini (&r);
+    agent_fini (&a);
+}
+
+/* Many stuck children cost a bounded table: past CHILD_ABANDONED_MAX no
+ * child starts, until some end. */
+static void test_abandon_bounded (void **state)
+{
+    static struct rec r[CHILD_ABANDONED_MAX];
+    pid_t pids[CHILD_ABANDONED_MAX];
+    struct agent a;
+    struct child_spec s;
+    tier_error_t e;
+    struct child *c;
+    int status;
+
+    (void) state;
+    agent_init (&a);
+    for (int i = 0; i < CHILD_ABANDONED_MAX; i++) {
+        spec_init (&s, child_sleep, NULL);
+        s.stall_ms = 100;
+        c = start (&a, &s, &r[i]);
+        pids[i] = child_pid (c);
+    }
+    run_unreaped (&a, r, CHILD_ABANDONED_MAX);
+    for (int i = 0; i < CHILD_ABANDONED_MAX; i++)
+        assert_true (r[i].abandoned);
+    assert_int_equal (child_count (), 0);
+    assert_int_equal (child_abandoned_count (), CHILD_ABANDONED_MAX);
+    spec_init (&s, child_sleep, NULL);
+    errno = 0;
+    assert_null (child_start (&a, &s, &e));
+    assert_int_equal (errno, EAGAIN);
+    assert_non_null (strstr (e.text, "stuck"));
+    /* they end: each reaped and forgotten, and children start again */
+    for (int i = 0; i < CHILD_ABANDONED_MAX; i++) {
+        assert_int_equal (waitpid (pids[i], &status, 0), pids[i]);
+        assert_true (child_reaped (&a, pids[i], status));
+    }
+    assert_int_equal (child_abandoned_count (), 0);
+    spec_init (&s, child_exit3, NULL);
+    c = start (&a, &s, &r[0]);
+    run (&a, c, &r[0]);
+    assert_true (WIFEXITED (r[0].status) && WEXITSTATUS (r[0].status) == 3);
+    for (int i = 0; i < CHILD_ABANDONED_MAX; i++)
+        rec_fini (&r[i]);
+    agent_fini (&a);
+}
+
 /* -------------------------------------------------- child_call */
 
 static void test_call_answer (void **state)
@@ -927,6 +1050,8 @@ int main (int argc, char **argv)
         cmocka_unit_test (test_start_drain_at_exit),
         cmocka_unit_test (test_start_deadline),
         cmocka_unit_test (test_start_stall),
+        cmocka_unit_test (test_start_abandon),
+        cmocka_unit_test (test_abandon_bounded),
         cmocka_unit_test (test_call_answer),
         cmocka_unit_test (test_call_timeout),
         cmocka_unit_test (test_call_no_answer),

@@ -40,6 +40,7 @@ static const char *full =
     "EndpointCAFile = /etc/tier/ca-%n.pem\n"
     "EndpointPartSize = 16M\n"
     "EndpointMultipartThreshold = 1G\n"
+    "StallTimeout = 90s\n"
     "\n"
     "   \t\n";
 
@@ -58,6 +59,7 @@ static void test_defaults (void **state)
     assert_string_equal (conf->endpoint_ca_file, "");
     assert_true (conf->endpoint_part_size == 0);
     assert_true (conf->endpoint_multipart == 0);
+    assert_true (conf->stall_timeout == 300);
     assert_int_equal (tier_conf_socket_path (conf, path, sizeof (path)), 0);
     assert_string_equal (path, "/run/tier/tierd.sock");
     tier_conf_destroy (conf);
@@ -91,6 +93,7 @@ static void test_full (void **state)
     assert_string_equal (conf->endpoint_ca_file, "/etc/tier/ca-n2.pem");
     assert_true (conf->endpoint_part_size == 16ULL << 20);
     assert_true (conf->endpoint_multipart == 1ULL << 30);
+    assert_true (conf->stall_timeout == 90);
     assert_int_equal (tier_conf_expand_user (conf->bb_dir, "alice", out,
                                              sizeof (out)), 0);
     assert_string_equal (out, "/bb/alice");

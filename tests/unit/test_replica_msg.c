@@ -47,6 +47,7 @@ static void test_round_trips (void **state)
         { .type = REPMSG_COPIED, .bytes = 1ULL << 40 },
         { .type = REPMSG_COPIED, .bytes = 0 },
         { .type = REPMSG_FOUND },
+        { .type = REPMSG_PROGRESS, .bytes = 1ULL << 20 },
         { .type = REPMSG_FAILED, .error = "waited 30 s for the copy by n2" },
         { .type = REPMSG_MANIFEST, .bytes = REPMSG_MANIFEST_MAX },
         { .type = REPMSG_WALK_ERROR, .error = "/gfs/x: Permission denied" },

@@ -311,6 +311,59 @@ static void test_no_agent (void **state)
     assert_null (streams_worker_limit ());
 }
 
+/* A worker stuck for good (it keeps its end open and never answers) is
+ * revoked: its stream goes to the next at once; a worker that ended is
+ * not revoked. */
+static void test_revoke (void **state)
+{
+    struct agent *a = *state;
+    uint64_t id1 = 0, id2 = 0, id3 = 0;
+    int fd1, fd2, fd3;
+    char c;
+    json_t *js;
+
+    a->conf->gfs_streams = 1;
+    assert_true ((fd1 = streams_client_id (a, ALICE, "alice", STREAMS_STAGE_IN,
+                                           "stage-in of job 1", &id1))
+                 >= 0);
+    assert_true ((fd2 = streams_client_id (a, BOB, "bob", STREAMS_STAGE_IN,
+                                           "stage-in of job 2", &id2))
+                 >= 0);
+    assert_true (id1 != 0 && id2 != 0 && id1 != id2);
+    put (fd1, 'A');
+    while (recv (fd1, &c, 1, MSG_DONTWAIT) != 1)
+        pump (a, 100);
+    assert_int_equal (c, 'G');
+    put (fd2, 'A');
+    while (recv (fd2, &c, 1, MSG_DONTWAIT) != 1)
+        pump (a, 100);
+    assert_int_equal (c, 'Q');
+    /* alice's worker is stuck: bob is granted without waiting for it */
+    assert_true (streams_revoke (a, id1, "stuck"));
+    assert_int_equal (recv (fd2, &c, 1, MSG_DONTWAIT), 1);
+    assert_int_equal (c, 'G');
+    assert_int_equal (recv (fd1, &c, 1, MSG_DONTWAIT), 0); /* closed */
+    assert_false (streams_revoke (a, id1, "again"));
+    js = streams_status_json (a, 0);
+    assert_int_equal (json_integer_value (json_object_get (js, "in_use")), 1);
+    assert_int_equal (json_integer_value (json_object_get (js, "revoked")), 1);
+    json_decref (js);
+    /* one that closed its end is freed without a word */
+    assert_true ((fd3 = streams_client_id (a, ALICE, "alice", STREAMS_REPLICA,
+                                           "x", &id3))
+                 >= 0);
+    close (fd3);
+    assert_false (streams_revoke (a, id3, "gone"));
+    assert_false (streams_revoke (a, 0, "none"));
+    js = streams_status_json (a, 0);
+    assert_int_equal (json_integer_value (json_object_get (js, "revoked")), 1);
+    json_decref (js);
+    close (fd1);
+    close (fd2);
+    for (int i = 0; i < 3; i++)
+        pump (a, 20);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -319,6 +372,7 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown (test_round_robin, setup, teardown),
         cmocka_unit_test_setup_teardown (test_workers, setup, teardown),
+        cmocka_unit_test_setup_teardown (test_revoke, setup, teardown),
         cmocka_unit_test (test_no_agent),
     };
     return UNIT_RUN (tests);

@@ -1,0 +1,178 @@
+#!/bin/bash
+test_description='stalls: a child stuck on a hung GFS is abandoned, never waited for'
+. "$(dirname "$0")/../lib/tap.sh"
+. "$TIER_SRCDIR/tests/lib/cluster.sh"
+. "$TIER_SRCDIR/tests/lib/gfsemu.sh"
+
+# A GFS read that is never answered keeps the reader in the kernel (D
+# state), where even SIGKILL waits for the answer.  A stage-in copier or
+# a replica fetcher that moves no data for StallTimeout is killed and
+# abandoned: its GFS stream goes back at once, its operation fails with
+# the stuck file named (stage-in: the job fails; fetch: the task reads
+# the GFS itself), and it is reaped whenever the hang ends.  Only tier's
+# own children read the hung files here: a job's process stuck the same
+# way could not be killed either, and Slurm would drain the node.
+test_have_prereq ROOT,SLURM,FUSE,USERS || skip_all "needs root, Slurm, FUSE and users"
+test_expect_success 'start the cluster (StallTimeout 3 s, one GFS stream a node)' '
+    cluster_start --gfs-opts latency=0 &&
+    printf "%s\n" "StallTimeout = 3s" "GfsStreams = 1" >>$CLUSTER/etc/tier.conf
+'
+[ -n "${CLUSTER:-}" ] || bail_out "no cluster"
+# whatever fails, no request is left hanging for the reset
+test_at_exit "gfsemu_fault_clear '$GFS' 2>/dev/null"
+H=$GFS/home/alice
+HB=$GFS-backing/home/alice
+BH=$GFS/home/bob
+BHB=$GFS-backing/home/bob
+TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
+no_drain () { ! sinfo -h -R | grep .; }
+hung () { test "$(gfsemu_value "$GFS" fault.hung)" -ge 1; }
+unhung () { test "$(gfsemu_value "$GFS" fault.hung)" = 0; }
+sum_of () { sha256sum <$1 | cut -d" " -f1; }
+mkfile () { head -c $3 /dev/urandom >$2 && chown $1: $2; }
+# agent_pid NODE: the pid of NODE's agent
+agent_pid () {
+    cat $(ls $CLUSTER/state/$1/tierd.pid $CLUSTER/run/tier/$1/tierd.pid 2>/dev/null | head -1)
+}
+# procs NODE NAME: the pid and state of each child of NODE's agent whose
+# comm is NAME (a copier its stager abandoned is the agent's too: the
+# agent is their subreaper)
+procs () { ps -o pid=,stat=,comm= --ppid "$(agent_pid $1)" | awk -v n="$2" '$3 == n { print $1, $2 }'; }
+no_procs () { test -z "$(procs $1 $2)"; }
+stuck () { procs $1 $2 | grep -q " D"; }
+# zombies NODE: the children of NODE's agent that are zombies
+zombies () { ps -o pid=,stat= --ppid "$(agent_pid $1)" | awk '$2 ~ /^Z/'; }
+streams_free () {
+    $TIERCTL -N $1 status >$TRASH/st.$1 2>&1 && grep -q "GFS streams: 0 of 1 in use, 0 waiting" $TRASH/st.$1
+}
+# ping_under NODE NAME JOB...: ping NODE's agent once a second until the
+# jobs are done (at least 8 times): every ping answers; the latencies
+# (never asserted on) go to TRASH/NAME.sum
+ping_under () {
+    _n=$1 _name=$2 && shift 2 && : >$TRASH/$_name.us && _i=0 &&
+    while [ $_i -lt 8 ] || ! jobs_done "$@"; do
+        [ $_i -lt 60 ] || { echo "jobs $* still $(for j; do job_state $j; done)"; return 1; }
+        _t0=$(date +%s%N) &&
+        (cd $H && as_user alice $TIERCTL -N $_n ping) >/dev/null || { echo "ping $_i failed"; return 1; }
+        echo $(( ($(date +%s%N) - _t0) / 1000 )) >>$TRASH/$_name.us && _i=$((_i + 1)) && sleep 1
+    done &&
+    sort -n $TRASH/$_name.us | awk -v what="$_name" "{ v[NR] = \$1 } END {
+        printf \"tierctl ping during %s: %d pings, p50 %.1f ms, p99 %.1f ms, max %.1f ms\n\",
+            what, NR, v[int((NR + 1) * 0.5)] / 1000, v[int(NR * 0.99 + 0.999)] / 1000, v[NR] / 1000 }" \
+        >$TRASH/$_name.sum && cat $TRASH/$_name.sum
+}
+jobs_done () { for j; do job_done $j || return 1; done; }
+as_user alice mkdir -p "$H/in" "$H/db"
+as_user bob mkdir -p "$BH/in"
+mkfile alice $HB/in/stuck.bin 4194304
+mkfile bob $BHB/in/b.bin 2000000
+BSUM=$(sum_of $BHB/in/b.bin)
+
+# ------------------------------------------------------------- stage-in
+#
+# First every READ of alice's input hangs: a copier waiting for a READ
+# of the page cache can still be killed, and is.  Then its OPEN hangs:
+# that copier sleeps where SIGKILL waits too, and is abandoned.  n1 has
+# one GFS stream: the stuck copier holds it, so bob's stage-in, submitted
+# meanwhile, starts only when that stream is taken back.
+SIREAD="home/alice/in/stuck.bin:read:hang"
+SIOPEN="home/alice/in/stuck.bin:open:hang"
+test_expect_success 'stage-in whose GFS read hangs: the job fails naming the stuck input' '
+    gfsemu_fault "$GFS" "$SIREAD" &&
+    id=$(sbatch_wait alice -w n1 --tier-stage-in=$H/in/stuck.bin -o $H/sr.out -e $H/sr.err         --wrap "echo ran") &&
+    echo "job $id $(job_state $id)" && cat $H/sr.err && test "$(job_state $id)" = FAILED &&
+    ! grep -q ran $H/sr.out && hung &&
+    grep -q "tier: stage-in failed: $H/in/stuck.bin: no progress for 3 s (StallTimeout)" $H/sr.err &&
+    grep "job $id: stage-in failed: $H/in/stuck.bin: no progress" $CLUSTER/log/tierd-n1.log &&
+    test "$(scontrol show job $id | grep -o "Restarts=[0-9]*")" = Restarts=0 &&
+    wait_for 10 streams_free n1
+'
+test_expect_success 'stage-in whose GFS open hangs: the job fails naming it; the agent answers throughout' '
+    gfsemu_fault_clear "$GFS" && wait_for 10 unhung && gfsemu_fault "$GFS" "$SIOPEN" &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-in=$H/in/stuck.bin \
+        -o $H/si.out -e $H/si.err --wrap "echo ran") &&
+    echo $id >$TRASH/si && wait_for 60 hung &&
+    b=$(cd $BH && as_user bob sbatch --parsable -w n1 --tier-stage-in=$BH/in/b.bin \
+        -o $BH/bsi.out --wrap "sha256sum < $BH/in/b.bin") &&
+    p=$(cd $BH && as_user bob sbatch --parsable -w n1 -o $BH/plain.out --wrap "echo plain") &&
+    echo $b >$TRASH/bsi && echo $p >$TRASH/plain &&
+    ping_under n1 stage-in $id $b $p &&
+    echo "job $id $(job_state $id), bob: $b $(job_state $b), $p $(job_state $p)" && cat $H/si.err &&
+    test "$(job_state $id)" = FAILED && ! grep -q ran $H/si.out &&
+    grep -q "tier: stage-in failed: $H/in/stuck.bin: no progress for 3 s (StallTimeout): .*abandoned" $H/si.err &&
+    grep "job $id: stage-in failed: $H/in/stuck.bin: no progress" $CLUSTER/log/tierd-n1.log
+'
+[ -s "$TRASH/stage-in.sum" ] && say "$(cat "$TRASH/stage-in.sum")"
+test_expect_success 'the copier was abandoned, not waited for: still stuck, its GFS stream revoked' '
+    id=$(cat $TRASH/si) && hung && procs n1 tierd-stagecp && stuck n1 tierd-stagecp &&
+    grep "GFS stream revoked: stage-in of job $id" $CLUSTER/log/tierd-n1.log &&
+    streams_free n1 && cat $TRASH/st.n1
+'
+test_expect_success 'meanwhile bob'"'"'s stage-in on the node took that stream and ran, so did his plain job; no node drained' '
+    b=$(cat $TRASH/bsi) p=$(cat $TRASH/plain) &&
+    test "$(job_state $b)" = COMPLETED && grep -q "^$BSUM " $BH/bsi.out &&
+    test "$(job_state $p)" = COMPLETED && test "$(cat $BH/plain.out)" = plain && no_drain
+'
+test_expect_success 'the hang ends: the copier is reaped, no zombie, nothing left' '
+    gfsemu_fault_clear "$GFS" && wait_for 30 no_procs n1 tierd-stagecp &&
+    test -z "$(zombies n1)" && test "$(gfsemu_value "$GFS" fault.hung)" = 0 &&
+    streams_free n1 && no_procs n1 tierd-stage
+'
+test_expect_success 'cleared: the next job stages the input and reads its bytes' '
+    id=$(sbatch_wait alice -w n1 --tier-stage-in=$H/in/stuck.bin -o $H/si2.out \
+        --wrap "sha256sum < $H/in/stuck.bin") &&
+    test "$(job_state $id)" = COMPLETED && grep -q "^$(sum_of $HB/in/stuck.bin) " $H/si2.out
+'
+
+# --------------------------------------------------- batch replica fetch
+#
+# The first READ of the source hangs: the fetcher's.  The task waits for
+# the replica; once the fetch is abandoned it is told to read the GFS,
+# through its own descriptor (the stuck fetcher holds it too, but reads
+# with pread, which neither moves nor locks the offset, and was killed:
+# it does nothing more with it), and reads the right bytes.
+mkfile alice $HB/db/r.bin 8388608
+RSUM=$(sum_of $HB/db/r.bin)
+FHANG="home/alice/db/r.bin:read:hang:1"
+BB=$CLUSTER/bb
+uid_alice=$(id -u alice)
+printf '#!/bin/bash\nset -o pipefail\ncat "$1" | sha256sum\n' >$H/bread.sh
+chmod 755 $H/bread.sh; chown alice $H/bread.sh
+test_expect_success 'replica fetch whose GFS read hangs: the task reads the right bytes from the GFS; the agent answers throughout' '
+    gfsemu_fault "$GFS" "$FHANG" &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-batch=$H/db -o $H/f.out -e $H/f.err \
+        $H/bread.sh $H/db/r.bin) && echo $id >$TRASH/f &&
+    wait_for 60 hung &&
+    p=$(cd $BH && as_user bob sbatch --parsable -w n2 -o $BH/plain2.out --wrap "echo plain") &&
+    ping_under n2 fetch $id $p &&
+    cat $H/f.out $H/f.err && test "$(job_state $id)" = COMPLETED && grep -qx "$RSUM  -" $H/f.out &&
+    test "$(job_state $p)" = COMPLETED &&
+    grep "job $id: replica of $H/db/r.bin not made: no data from the GFS for 3 s (StallTimeout)" \
+        $CLUSTER/log/tierd-n2.log && no_drain
+'
+[ -s "$TRASH/fetch.sum" ] && say "$(cat "$TRASH/fetch.sum")"
+test_expect_success 'the fetcher was abandoned: still stuck, its stream back' '
+    hung && stuck n2 tierd-fetch &&
+    grep "tierd-fetch [0-9]*: killed [0-9]* ms ago and still there" $CLUSTER/log/tierd-n2.log &&
+    streams_free n2 && test -z "$(find $BB/replicas -name "*.part")"
+'
+test_expect_success 'the hang ends: the fetcher is reaped and logged, no zombie, nothing half made' '
+    gfsemu_fault_clear "$GFS" && { wait_for 30 no_procs n2 tierd-fetch || { procs n2 tierd-fetch; exit 1; }; } &&
+    wait_for 10 grep -q "tierd-fetch [0-9]*, abandoned [0-9]* s ago, ended at last" $CLUSTER/log/tierd-n2.log &&
+    grep "ended at last" $CLUSTER/log/tierd-n2.log &&
+    { test -z "$(zombies n2)" || { echo zombies; zombies n2; exit 1; }; } &&
+    wait_for 10 unhung && streams_free n2 &&
+    find $BB -path "*/.tmp/*" -type f >$TRASH/tmps && cat $TRASH/tmps && test ! -s $TRASH/tmps
+'
+test_expect_success 'the fetch is retried: the next job reads the right bytes from a complete replica' '
+    id=$(sbatch_wait alice -w n2 --tier-batch=$H/db -o $H/f2.out $H/bread.sh $H/db/r.bin) &&
+    test "$(job_state $id)" = COMPLETED && grep -qx "$RSUM  -" $H/f2.out &&
+    (cd $H && as_user alice $TIERCTL -N n2 replicas $H/db) >$TRASH/reps && cat $TRASH/reps &&
+    grep -q "$H/db/r.bin" $TRASH/reps &&
+    for r in $(find $BB/replicas/u$uid_alice -type f ! -name "*.lock"); do
+        test "$(sum_of $r)" = "$RSUM" || exit 1
+    done
+'
+
+test_expect_success 'no node was drained' 'no_drain'
+test_done
