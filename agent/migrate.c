@@ -276,6 +276,7 @@ void migrate_late (struct agent *a, struct mig *g, const char *why)
     if (g->spec.late)
         return;
     g->spec.late = true;
+    migrate_rec_late (a, g);
     tier_log (LOG_WARNING,
               "job %u: ended before its outputs were all on "
               "the GFS (%s): they are kept and retried; its dependents may "
@@ -550,7 +551,7 @@ json_t *op_job_outputs (struct agent *a, struct conn *c, json_t *req,
                       "job_id", job_id, "done", lc.done, "pending", lc.pending,
                       "failed", lc.failed, "conflicts", lc.conflicts,
                       "in_flight", lc.g != NULL, "late",
-                      lc.g && lc.g->spec.late, "outputs", lc.arr);
+                      (lc.g && lc.g->spec.late) || lc.late, "outputs", lc.arr);
 }
 
 /* ----------------------------------------------------- the agent's hooks */

@@ -201,9 +201,13 @@ struct migrate_list {
     const struct mig *g; /* adds "path" and "dir" (NULL: none) */
     json_t *arr;
     int done, pending, failed, conflicts;
+    bool late; /* the job's outputs were marked late (a record of its own) */
 };
 int migrate_rec_list (struct agent *a, struct migrate_list *lc,
                       tier_error_t *error);
+/* Record that g's outputs are late ("JOB.RESTART/late"), so that
+ * tierctl outputs still says so once g is gone. */
+void migrate_rec_late (struct agent *a, const struct mig *g);
 /* The first max failed outputs of g: [{path, error}] (new reference). */
 json_t *migrate_rec_failures (struct agent *a, const struct mig *g, size_t max);
 /* Did rel of dir k reach the GFS at this size (or stay in conflict)? */

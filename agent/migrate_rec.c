@@ -668,8 +668,13 @@ static int list_cb (const char *key, const void *val, size_t len, void *arg)
 
     plen = (size_t) snprintf (prefix, sizeof (prefix), "%u.%u/", lc->job_id,
                               lc->restart);
-    if (strncmp (key, prefix, plen) || !(rel = strchr (key + plen, '/')))
+    if (strncmp (key, prefix, plen))
         return 0;
+    if (!(rel = strchr (key + plen, '/'))) {
+        if (!strcmp (key + plen, "late"))
+            lc->late = true;
+        return 0;
+    }
     rel++;
     if (!(o = json_loadb (val, len, 0, &jerr)))
         return 0;
@@ -696,6 +701,25 @@ static int list_cb (const char *key, const void *val, size_t len, void *arg)
     }
     json_decref (o);
     return 0;
+}
+
+void migrate_rec_late (struct agent *a, const struct mig *g)
+{
+    json_t *o = json_pack ("{s:b s:I}", "late", 1, "time",
+                           (json_int_t) time (NULL));
+    char key[64], *s = o ? json_dumps (o, JSON_COMPACT) : NULL;
+    struct store_kv kv;
+    tier_error_t e;
+
+    json_decref (o);
+    if (!s)
+        return;
+    (void) snprintf (key, sizeof (key), "%u.%u/late", g->job_id, g->restart);
+    kv.key = key;
+    kv.val = s;
+    if (store_output_apply (a->store, &kv, 1, &e) < 0)
+        tier_log (LOG_ERR, "outputs of job %u: %s", g->job_id, e.text);
+    free (s);
 }
 
 int migrate_rec_list (struct agent *a, struct migrate_list *lc,
