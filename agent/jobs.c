@@ -97,8 +97,10 @@ static int job_ended (uint32_t job_id)
         uint32_t base = st & JOB_STATE_BASE;
         if (msg->job_array[i].job_id != job_id)
             continue;
-        if (base == JOB_PENDING || base == JOB_RUNNING
-            || base == JOB_SUSPENDED)
+        /* COMPLETING: its epilogs still run -- this node's may be
+         * waiting for the outputs (and ends the job itself) */
+        if (base == JOB_PENDING || base == JOB_RUNNING || base == JOB_SUSPENDED
+            || (st & JOB_COMPLETING))
             ended = 0;
     }
     slurm_free_job_info_msg (msg);

@@ -19,30 +19,29 @@
 
 FAILALLOC_DEFINE
 
-static const char *full =
-    "# a full configuration\n"
-    "SocketDir = /run/tier/%n   # per node\n"
-    "statedir=/var/lib/tier/%n/\n"
-    "SharedStateDir = /gfs/.tier\n"
-    "LogFile = /var/log/tier-%n.log\n"
-    "LogLevel = debug\n"
-    "NvdimmDir = /dev/shm/tier/%n\n"
-    "NvdimmCapacity = 4G\n"
-    "BBDir = /bb/%u\n"
-    "BBCapacity = 100G\n"
-    "AllowedRoots = /gfs , /scratch//x/\n"
-    "TierdPath = /opt/tier/sbin/tierd\n"
-    "SlurmUser = slurm\n"
-    "Enabled = no\n"
-    "AgentTimeout = 5s\n"
-    "ClientsPerUser = 200\n"
-    "SitePolicyDir = /etc/tier/site.d/%n/\n"
-    "EndpointCAFile = /etc/tier/ca-%n.pem\n"
-    "EndpointPartSize = 16M\n"
-    "EndpointMultipartThreshold = 1G\n"
-    "StallTimeout = 90s\n"
-    "\n"
-    "   \t\n";
+static const char *full = "# a full configuration\n"
+                          "SocketDir = /run/tier/%n   # per node\n"
+                          "statedir=/var/lib/tier/%n/\n"
+                          "SharedStateDir = /gfs/.tier\n"
+                          "LogFile = /var/log/tier-%n.log\n"
+                          "LogLevel = debug\n"
+                          "NvdimmDir = /dev/shm/tier/%n\n"
+                          "NvdimmCapacity = 4G\n"
+                          "BBDir = /bb/%u\n"
+                          "BBCapacity = 100G\n"
+                          "AllowedRoots = /gfs , /scratch//x/\n"
+                          "TierdPath = /opt/tier/sbin/tierd\n"
+                          "SlurmUser = slurm\n"
+                          "Enabled = no\n"
+                          "AgentTimeout = 5s\n"
+                          "ClientsPerUser = 200\n"
+                          "SitePolicyDir = /etc/tier/site.d/%n/\n"
+                          "EndpointCAFile = /etc/tier/ca-%n.pem\n"
+                          "EndpointPartSize = 16M\n"
+                          "EndpointMultipartThreshold = 1G\n"
+                          "StallTimeout = 90s\n"
+                          "\n"
+                          "   \t\n";
 
 static void test_defaults (void **state)
 {
