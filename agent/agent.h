@@ -151,6 +151,9 @@ void stage_job_end (struct agent *a, const struct store_job *job);
 
 /* replica.c: the batch replica cache (its modules: replica.h) */
 int replica_init (struct agent *a);
+/* Make the BB's directories and enable the cache; else r->why says why
+ * and replica_tick tries again (a full BB, one mounted late). */
+void replica_enable (struct agent *a);
 void replica_fini (struct agent *a);
 json_t *op_replica_open (struct agent *a, struct conn *c, json_t *req,
                          tier_error_t *error);

@@ -156,10 +156,22 @@ int bblock_take (struct bblock *l, char *err, size_t errsize)
                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                         0600);
         if (l->fd >= 0) {
-            if (write (l->fd, l->mine, strlen (l->mine)) < 0) {
-                /* the heartbeat is the mtime: the text is for humans */
-            }
-            return 0;
+            size_t len = strlen (l->mine);
+            ssize_t n = write (l->fd, l->mine, len);
+
+            if (n == (ssize_t) len)
+                return 0;
+            /* a full BB: without its text the lock is nobody's (release
+             * would not know it and leave it until BBLockStale), so it
+             * goes at once and the fetch fails */
+            int e = n < 0 ? errno : ENOSPC;
+            (void) unlinkat (l->dirfd, l->name, 0);
+            close (l->fd);
+            l->fd = -1;
+            (void) snprintf (err, errsize, "lock %s: %s", l->name,
+                             strerror (e));
+            errno = e;
+            return -1;
         }
         if (errno != EEXIST) {
             int e = errno;

@@ -119,13 +119,16 @@ static int record_read (int fd, pid_t *pid, unsigned long long *start)
     return 0;
 }
 
+/* Our record into fd, over the one before: written in place first (a
+ * file system that is full still takes it in the page the old record
+ * has), then cut to its length. */
 static int record_write (int fd)
 {
     char buf[128];
     int n = snprintf (buf, sizeof (buf), "pid=%d start=%llu\n", (int) getpid (),
                       holder_proc_start (getpid ()));
 
-    if (ftruncate (fd, 0) < 0 || pwrite (fd, buf, (size_t) n, 0) != n)
+    if (pwrite (fd, buf, (size_t) n, 0) != n || ftruncate (fd, n) < 0)
         return -1;
     return 0;
 }
@@ -171,7 +174,12 @@ int holder_lock (int fd, const char *comm, int wait_ms, pid_t *holder,
     }
     if (pfd >= 0)
         close (pfd);
-    return record_write (fd);
+    /* The lock is ours, whatever the record: one that cannot be written
+     * (a full file system) is empty or an old one, and a later writer
+     * that reads it only waits for us instead of ending us. */
+    if (record_write (fd) < 0)
+        (void) ftruncate (fd, 0);
+    return 0;
 error : {
     int e = errno;
     if (pfd >= 0)

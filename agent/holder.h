@@ -45,7 +45,10 @@ int holder_end_orphan (pid_t pid, unsigned long long start, const char *comm);
  * ending the holder as above (comm: the name the holder has).  Returns
  * 0; or -1 with errno EWOULDBLOCK when it is still held after wait_ms
  * (*holder: its pid, 0 if its record could not be read), or another
- * errno of fcntl.  *ended: the pid ended on the way, 0 if none. */
+ * errno of fcntl.  *ended: the pid ended on the way, 0 if none.  A
+ * record that cannot be written (a full file system) does not fail it:
+ * the lock holds, and a later writer, which finds no record, waits for
+ * us instead of ending us. */
 int holder_lock (int fd, const char *comm, int wait_ms, pid_t *holder,
                  pid_t *ended);
 

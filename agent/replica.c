@@ -839,18 +839,37 @@ int replica_init (struct agent *a)
     }
     (void) snprintf (r->bb, sizeof (r->bb), "%s", a->conf->bb_dir);
     read_boot_id (r);
+    r->retry = true;
+    replica_enable (a);
+    return 0;
+}
+
+void replica_enable (struct agent *a)
+{
+    struct replicas *r = a->replicas;
+    bool again = r->why[0] != '\0';
+
     if (make_dirs (a, r) < 0) {
-        tier_log (LOG_ERR, "replica cache disabled: %s", r->why);
-        return 0;
+        /* a BB that is full, or not mounted yet: tried again every
+         * REPLICA_RETRY_S (replica_tick), logged once */
+        if (!again)
+            tier_log (LOG_ERR,
+                      "replica cache disabled: %s (tried again "
+                      "every %d s)",
+                      r->why, REPLICA_RETRY_S);
+        return;
     }
+    r->why[0] = '\0';
+    r->retry = false;
     replica_index_load (a);
     r->enabled = true;
-    tier_log (LOG_INFO, "replica cache in %s: %llu replicas of this node, "
-              "%llu bytes (budget %llu)", r->bb,
+    tier_log (LOG_INFO,
+              "replica cache in %s%s: %llu replicas of this node, "
+              "%llu bytes (budget %llu)",
+              r->bb, again ? " (enabled again)" : "",
               (unsigned long long) r->owned_files,
               (unsigned long long) r->owned_bytes,
               (unsigned long long) a->conf->bb_capacity);
-    return 0;
 }
 
 void replica_fini (struct agent *a)

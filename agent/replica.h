@@ -85,8 +85,13 @@ struct fetch {
     struct fetch *next;
 };
 
+/* A replica cache whose BB directories could not be made (a full BB,
+ * one not mounted yet) is tried again this often. */
+#define REPLICA_RETRY_S 10
+
 struct replicas {
     bool enabled;
+    bool retry;               /* not enabled, tried again (replica_tick) */
     char why[PATH_MAX + 128]; /* why not, for replies and status */
     char bb[2048];            /* BBDir (longer ones are refused) */
     char boot[64];

@@ -191,6 +191,11 @@ void replica_tick (struct agent *a)
     struct replicas *r = a->replicas;
     int64_t now = time (NULL);
 
+    if (r && r->retry && now - r->last_tick >= REPLICA_RETRY_S) {
+        r->last_tick = now;
+        replica_enable (a);
+        return;
+    }
     if (!r || !r->enabled || now - r->last_tick < TICK_S)
         return;
     r->last_tick = now;

@@ -51,6 +51,7 @@
 #define TIER_NS_BOUND       "bound"     /* plugin: the eager-mode binds */
 #define TIER_NS_BIND_ERROR  "bind.error" /* plugin: why one was not made */
 #define TIER_NS_STAGEOUT    "stageout"  /* plugin: the write caches mounted */
+#define TIER_NS_OUTBOX_ERROR "outbox.error" /* plugin: why one was not */
 #define TIER_NS_STAGED      "staged"    /* plugin: stage-in was asked for */
 #define TIER_NS_CANCELLED   "cancelled" /* plugin: the job is being killed */
 #define TIER_NS_ENDED       "ended"     /* epilog or agent: the job ended */

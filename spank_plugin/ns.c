@@ -306,14 +306,23 @@ out:
     return rc;
 }
 
+/* A write cache with less room than this is full: the output directory
+ * is then the plain GFS (a job would only get ENOSPC on its first
+ * write). */
+#define OUTBOX_MIN_FREE (1ULL << 20)
+
 /* One output directory (stage-out): an overlay whose upper layer is the
  * job's write cache, NvdimmDir/.outbox/JOB.RESTART/K/upper -- outside
  * the job's own NVDIMM directory, so that it outlives the job until the
- * agent's migrator has taken every file to the GFS.
+ * agent's migrator has taken every file to the GFS.  Returns 0, or 1
+ * with *error saying why when the fast tier is full: DIR is left to the
+ * GFS (its write cache made, empty, for the migrator to find), and the
+ * job writes there directly.
  */
 static int mount_outbox (const struct mount_ctx *m, int k, const char *dir,
                          tier_error_t *error)
 {
+    struct statfs sf;
     char name[32], what[NAME_MAX + 32];
     struct stat st;
     int lowerfd = -1, rootfd = -1, boxfd = -1, jobfd = -1, kfd = -1;
@@ -358,6 +367,20 @@ static int mount_outbox (const struct mount_ctx *m, int k, const char *dir,
     if (fchown (upfd, st.st_uid, st.st_gid) < 0
         || fchmod (upfd, st.st_mode & 07777) < 0) {
         tier_errprintf (error, "write cache of %s: %s", dir, strerror (errno));
+        goto out;
+    }
+    if (fstatfs (upfd, &sf) == 0
+        && (unsigned long long) sf.f_bavail * (unsigned long long) sf.f_bsize
+               < OUTBOX_MIN_FREE) {
+        tier_errprintf (error,
+                        "--tier-stage-out: %s: the node's write cache "
+                        "is full (%llu KiB free in %s): the job writes to "
+                        "the GFS directly",
+                        dir,
+                        (unsigned long long) sf.f_bavail
+                            * (unsigned long long) sf.f_bsize / 1024,
+                        m->conf->nvdimm_dir);
+        rc = 1;
         goto out;
     }
     if (tier_ovl_mount (lowerfd, upfd, workfd, lowerfd, error) < 0) {
@@ -456,7 +479,9 @@ static int mount_all (void *arg, tier_error_t *error)
     struct mount_ctx *m = arg;
     char item[PATH_MAX + 64];
     const char *p = m->scratch;
-    int k = 0;
+    char full[TIER_ERROR_MAX] = "";
+    tier_error_t e;
+    int k = 0, rc;
 
     while ((p = opts_next_item (p, item, sizeof (item)))) {
         char dir[PATH_MAX + 64];
@@ -475,9 +500,16 @@ static int mount_all (void *arg, tier_error_t *error)
             return tier_errprintf (error, "--tier-stage-out: '%s': invalid",
                                    item);
         }
-        if (mount_outbox (m, k++, dir, error) < 0)
+        if ((rc = mount_outbox (m, k++, dir, &e)) < 0) {
+            *error = e;
             return -1;
+        }
+        if (rc > 0 && !full[0])
+            (void) snprintf (full, sizeof (full), "%s", e.text);
     }
+    if (full[0])
+        (void) tier_ns_write (m->conf->namespace_dir, m->job_id,
+                              TIER_NS_OUTBOX_ERROR, full);
     bind_all (m);
     return 0;
 }
@@ -614,6 +646,11 @@ int ns_setup (spank_t sp, tier_error_t *error)
                          sizeof (tier.bind_error)) == 0)
         slurm_error ("tier: job %u: eager mode: %s", m.job_id,
                      tier.bind_error);
+    if (rc == 0 && m.stage_out[0]
+        && tier_ns_read (base, m.job_id, TIER_NS_OUTBOX_ERROR,
+                         tier.outbox_error, sizeof (tier.outbox_error))
+               == 0)
+        slurm_error ("tier: job %u: %s", m.job_id, tier.outbox_error);
     close (lockfd);
     return rc;
 }

@@ -501,6 +501,8 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
     if (tier.bind_error[0])
         slurm_spank_log ("tier: warning: eager mode: %s (read through the "
                          "interposer instead)", tier.bind_error);
+    if (tier.outbox_error[0])
+        slurm_spank_log ("tier: warning: %s", tier.outbox_error);
     if (ns_wanted () && !tier.ns_ok
         && tier_effective_mode () != TIER_CACHE_REQUIRED)
         slurm_spank_log ("tier: warning: %s; those directories are the "

@@ -51,6 +51,7 @@ struct tier_plugin {
                                       * (eager mode, agent's reply) */
     char bound[TIER_OPT_VALUE_MAX];  /* "DIR:..." bound on this node */
     char bind_error[1024];      /* why a mirror was not bound */
+    char outbox_error[1024];    /* why a write cache was not mounted */
     uint32_t restart;           /* the job's restart count */
     char policy_out[TIER_OPT_VALUE_MAX];  /* endpoint dirs (agent's reply) */
     char policy_in[TIER_OPT_VALUE_MAX];   /* endpoint input dirs (stage =

@@ -4,7 +4,8 @@
  * and released; a live holder (this node's live process, or another
  * node's moving heartbeat) blocks until the wait runs out; a dead one (a
  * gone pid, a reused pid, another boot, a heartbeat that stopped for
- * BBLockStale) is broken and taken over; release leaves another
+ * BBLockStale) is broken and taken over; a lock whose text cannot be
+ * written is removed at once; release leaves another
  * holder's lock alone; the heartbeat thread moves the mtime.
  *
  * The waiter's clock and sleeps are faked (-Wl,--wrap=tier_now_ms,
@@ -23,9 +24,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -197,6 +200,37 @@ static void test_live_holder_blocks (void **state)
     assert_non_null (strstr (err, "waited 5 s for the copy by n1"));
     assert_string_equal (read_lock (), text);
     assert_true (l.fd < 0);
+}
+
+/* The lock's text cannot be written (a full BB; here RLIMIT_FSIZE 0,
+ * whose EFBIG stands for ENOSPC): the empty lock, which release would
+ * not know as ours, is removed at once and the take fails naming it. */
+static void test_text_unwritable (void **state)
+{
+    struct rlimit old, none = { 0, 0 };
+    char err[256] = "";
+    struct bblock l;
+    void (*oldsig) (int);
+
+    (void) state;
+    assert_int_equal (getrlimit (RLIMIT_FSIZE, &old), 0);
+    none.rlim_max = old.rlim_max;
+    oldsig = signal (SIGXFSZ, SIG_IGN);
+    assert_int_equal (setrlimit (RLIMIT_FSIZE, &none), 0);
+    lock_init (&l, 10, 10);
+    errno = 0;
+    assert_int_equal (bblock_take (&l, err, sizeof (err)), -1);
+    assert_int_equal (errno, EFBIG);
+    assert_int_equal (setrlimit (RLIMIT_FSIZE, &old), 0);
+    (void) signal (SIGXFSZ, oldsig);
+    assert_non_null (strstr (err, "lock " LOCK ": "));
+    assert_true (l.fd < 0);
+    assert_null (read_lock ()); /* no empty lock left behind */
+    bblock_release (&l);        /* harmless */
+    /* the next take finds the lock free */
+    assert_int_equal (bblock_take (&l, err, sizeof (err)), 0);
+    bblock_release (&l);
+    assert_null (read_lock ());
 }
 
 /* Another node's holder whose heartbeat moves blocks too, however long
@@ -386,6 +420,7 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_free_lock, setup, teardown),
         cmocka_unit_test_setup_teardown (test_live_holder_blocks, setup,
                                          teardown),
+        cmocka_unit_test_setup_teardown (test_text_unwritable, setup, teardown),
         cmocka_unit_test_setup_teardown (test_moving_heartbeat_blocks, setup,
                                          teardown),
         cmocka_unit_test_setup_teardown (test_dead_pid, setup, teardown),

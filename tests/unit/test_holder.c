@@ -4,8 +4,9 @@
  * record; a holder that is a child of ours is waited for, never ended;
  * a holder left by an "earlier agent" (an orphan of our comm, here the
  * grandchild of a subreaper child) is ended by pidfd and the lock taken;
- * an orphan of another comm or another start time is left alone; and
- * the BB lock of a fetch (bblock.h) ends such an orphan holder too.
+ * an orphan of another comm or another start time is left alone; the
+ * BB lock of a fetch (bblock.h) ends such an orphan holder too; and a
+ * record that a full file system does not take leaves the lock held.
  *
  * Processes are real: forked children hold the locks.
  */
@@ -23,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -232,6 +235,43 @@ static void test_bblock_orphan (void **state)
     bblock_release (&l);
 }
 
+/* Our record cannot be written (a full file system; here RLIMIT_FSIZE
+ * 0, whose EFBIG stands for ENOSPC): the lock is ours all the same, the
+ * old record is gone, and a later writer waits for us (no record: no
+ * one to end) instead of failing us or ending anyone. */
+static void test_record_unwritable (void **state)
+{
+    struct rlimit old, none = { 0, 0 };
+    pid_t holder, ended, pid;
+    void (*oldsig) (int);
+    struct stat st;
+    int fd = open_lock (), status;
+
+    (void) state;
+    assert_true (fd >= 0);
+    assert_int_equal (pwrite (fd, "pid=1 start=1\n", 14, 0), 14);
+    assert_int_equal (getrlimit (RLIMIT_FSIZE, &old), 0);
+    none.rlim_max = old.rlim_max;
+    oldsig = signal (SIGXFSZ, SIG_IGN);
+    assert_int_equal (setrlimit (RLIMIT_FSIZE, &none), 0);
+    assert_int_equal (holder_lock (fd, "tierd-mig", 0, &holder, &ended), 0);
+    assert_int_equal (setrlimit (RLIMIT_FSIZE, &old), 0);
+    (void) signal (SIGXFSZ, oldsig);
+    assert_int_equal (fstat (fd, &st), 0);
+    assert_int_equal (st.st_size, 0);
+    assert_true ((pid = fork ()) >= 0);
+    if (pid == 0) {
+        int f = open_lock ();
+        _exit (f >= 0 && holder_lock (f, "tierd-mig", 200, &holder, &ended) < 0
+                       && errno == EWOULDBLOCK && holder == 0 && ended == 0
+                   ? 0
+                   : 1);
+    }
+    assert_int_equal (waitpid (pid, &status, 0), pid);
+    assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+    close (fd);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -240,6 +280,8 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_orphan_ended, setup, teardown),
         cmocka_unit_test_setup_teardown (test_orphan_not_ours, setup, teardown),
         cmocka_unit_test_setup_teardown (test_bblock_orphan, setup, teardown),
+        cmocka_unit_test_setup_teardown (test_record_unwritable, setup,
+                                         teardown),
     };
     return UNIT_RUN (tests);
 }
