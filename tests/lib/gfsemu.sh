@@ -169,11 +169,25 @@ gfsemu_stop () {
         echo "gfsemu_stop: no emulator recorded for $_gm" >&2
         return 1
     fi
+    _gn=
     if gfsemu_mounted "$_gm"; then
+        _gn=$(gfsemu_conn_ "$_gm")
+        [ -e "/sys/fs/fuse/connections/$_gn" ] \
+            || mount -t fusectl fusectl /sys/fs/fuse/connections 2>/dev/null
         if ! fusermount3 -u "$_gm" 2>/dev/null && ! umount "$_gm"; then
             echo "gfsemu_stop: cannot unmount $_gm" >&2
             _grc=1
         fi
+    fi
+    # A mount namespace made while this was mounted (a job's, or any
+    # unshare -m, on a machine whose / is private) holds a copy of the
+    # mount, and with it the connection: the emulator would serve it on.
+    # End the connection itself, unless its number now names a newer
+    # mount of this namespace.
+    if [ -n "$_gn" ] && [ -e "/sys/fs/fuse/connections/$_gn/abort" ] \
+       && ! awk -v d="0:$_gn" '$3 == d { f = 1 } END { exit !f }' \
+            /proc/self/mountinfo; then
+        echo 1 >"/sys/fs/fuse/connections/$_gn/abort" 2>/dev/null
     fi
     if ! gfsemu_wait_exit_ "$_gp"; then
         # Busy or hung: SIGTERM makes it detach the mount and exit.

@@ -558,6 +558,26 @@ test_expect_success 'the emulator can be mounted over its own backing dir' '
     test -f "$O/new" && ! gfsemu_mounted "$O"
 '
 
+# A mount namespace made while a mount is up (a job's on another test's
+# cluster, or unshare -m, which makes its copy private) keeps the FUSE
+# connection after the unmount here: stop ends it all the same.
+C=$TRASH/gfs-copied
+holds_copy () {
+    grep -qF " $C " "/proc/$1/mountinfo"
+}
+test_expect_success 'stop ends an emulator whose mount another namespace holds' '
+    start "$B" "$C" &&
+    cp_pid=$(gfsemu_pid "$C") &&
+    { unshare -m --propagation private sleep 600 & } &&
+    holder=$! &&
+    test_at_exit "kill $holder" &&
+    wait_for 10 holds_copy "$holder" &&
+    gfsemu_stop "$C" &&
+    ! gfsemu_mounted "$C" &&
+    ! kill -0 "$cp_pid" 2>/dev/null &&
+    kill "$holder"
+'
+
 test_expect_success 'stop unmounts and leaves no gfsemu process' '
     gfsemu_stop "$M" &&
     ! gfsemu_mounted "$M" &&
