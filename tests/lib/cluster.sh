@@ -9,6 +9,13 @@
 #                                                 until it is back
 #   cluster_procs                                the cluster's processes
 #                                                 still running
+#   no_drain                                     no node is drained (or
+#                                                 down with a reason)
+#   agent_pid NODE                               the pid of NODE's tierd
+#   agent_children NODE COMM                     "PID STAT" of each child
+#                                                 of it with that comm
+#   agent_zombies NODE                           its children that are
+#                                                 zombies
 #
 # The cluster is stopped at exit (test_at_exit) -- unless it is shared:
 #
@@ -177,6 +184,26 @@ cluster_procs () {
 	    if (exe.startswith(d + "/") or d.encode() in cmd or conf in env):
 	        print(pid, cmd.decode("utf-8", "replace")[:200])
 	PYEOF
+}
+
+no_drain () {
+    ! sinfo -h -R | grep .
+}
+
+agent_pid () {
+    cat $(ls "$CLUSTER/state/$1/tierd.pid" "$CLUSTER/run/tier/$1/tierd.pid" \
+        2>/dev/null | head -1) 2>/dev/null
+}
+
+# (a copier its stager abandoned is the agent's too: the agent is the
+# subreaper of its children's children)
+agent_children () {
+    ps -o pid=,stat=,comm= --ppid "$(agent_pid "$1")" \
+        | awk -v n="$2" '$3 == n { print $1, $2 }'
+}
+
+agent_zombies () {
+    ps -o pid=,stat= --ppid "$(agent_pid "$1")" | awk '$2 ~ /^Z/'
 }
 
 as_user () {

@@ -12,7 +12,6 @@ TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
 sock () { echo "$CLUSTER/run/tier/$1/tierd.sock"; }
 agent_pid () { cat "$CLUSTER/state/$1/tierd.pid" 2>/dev/null; }
 agent_alive () { p=$(agent_pid "$1") && [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
-no_drain () { ! sinfo -h -R | grep .; }
 # jobs_has USER NODE JOBID STATE: the node's agent lists the job so
 jobs_has () {
     as_user "$1" $TIERCTL -N "$2" jobs | grep -q "^$3 .* $4 "

@@ -18,7 +18,6 @@ bob () { as_user bob $TIERCTL "$@"; }
 show_role () { as_user "$1" $TIERCTL show policy --json "$2" | field 'd["role"] + " " + d["layer"]'; }
 job_role () { as_user "$1" $TIERCTL show policy --json --job "$2" "$3" | field 'd["role"] + " " + d["layer"]'; }
 running () { test "$(job_state "$1")" = RUNNING; }
-no_drain () { ! sinfo -h -R | grep .; }
 # exits CODE CMD...: CMD exits with CODE exactly; its stderr in $TRASH/e
 exits () {
     _want=$1; shift

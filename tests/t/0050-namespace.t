@@ -12,7 +12,6 @@ NV=$(cat "$CLUSTER/run/nvdimm.path")
 JOBNS="$TIER_BUILDDIR/tests/unit/jobns_tool"
 TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
 as_alice () { (cd "$H" && as_user alice "$@"); }
-no_drain () { ! sinfo -h -R | grep .; }
 # overlays_under DIR: overlay mounts on DIR in this (the host's) table
 host_overlay () { grep " $1 " /proc/self/mountinfo | grep -q " - overlay "; }
 

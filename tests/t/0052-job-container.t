@@ -15,7 +15,6 @@ test_expect_success 'start the cluster with job_container/tmpfs' '
 [ -n "${CLUSTER:-}" ] || bail_out "no cluster"
 H=$GFS/home/alice
 as_user alice mkdir -p "$H/runs" "$H/out"
-no_drain () { ! sinfo -h -R | grep .; }
 
 test_expect_success 'auto: one warning; the directory stays the GFS; the job keeps its private /tmp' '
     id=$(sbatch_wait alice -w n1 --tier-scratch=$H/runs -o $H/out/a.out -e $H/out/a.err \

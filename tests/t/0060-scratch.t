@@ -16,7 +16,6 @@ OUT=$H/out
 NV=$(cat "$CLUSTER/run/nvdimm.path")
 TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
 as_alice () { (cd "$H" && as_user alice "$@"); }
-no_drain () { ! sinfo -h -R | grep .; }
 # bytes the emulator saw written under a directory (relative to the GFS)
 gfs_written_under () {
     gfsemu_stats "$GFS" | awk -v d="$1/" '$1 == "file.write_bytes" && index($3, d) == 1 { s += $2 } END { print s + 0 }'

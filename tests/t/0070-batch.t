@@ -21,7 +21,6 @@ OUT=$H/out
 BB=$CLUSTER/bb
 TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
 RAW="python3 $TIER_SRCDIR/tests/lib/rawclient.py"
-no_drain () { ! sinfo -h -R | grep .; }
 as_user alice mkdir -p "$DB" "$OUT"
 as_user alice sh -c "head -c 64M /dev/urandom > $DB/big"
 SUM=$(sha256sum <$GFS-backing/home/alice/db/big | cut -d" " -f1)

@@ -13,7 +13,6 @@ test_expect_success 'start the cluster (GFS capped at 40 MiB/s)' '
 H=$GFS/home/alice
 OUT=$H/out
 TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
-no_drain () { ! sinfo -h -R | grep .; }
 as_user alice mkdir -p "$H/in/tree/sub" "$OUT"
 for i in 1 2 3 4 5 6; do as_user alice sh -c "head -c 100000 /dev/urandom > $H/in/q$i.txt"; done
 as_user alice sh -c "echo leaf > $H/in/tree/sub/leaf; echo top > $H/in/tree/top"

@@ -15,7 +15,6 @@ H=$GFS/home/alice
 OUT=$H/crash
 TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
 NV=$(cat $CLUSTER/run/nvdimm.path)
-no_drain () { ! sinfo -h -R | grep .; }
 outbox_empty () { test -z "$(ls -A "$NV/$1/.outbox" 2>/dev/null)"; }
 agent_pid () { cat $CLUSTER/state/$1/tierd.pid 2>/dev/null; }
 agent_up () { $TIERCTL -N $1 ping >/dev/null 2>&1; }

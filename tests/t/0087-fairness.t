@@ -27,7 +27,6 @@ G2B=$CLUSTER/gfs2-backing
 CONF=$CLUSTER/etc/tier.conf
 TIERCTL="$CLUSTER/lib/tierctl -c $CONF"
 LOG=$CLUSTER/log/tierd-n1.log
-no_drain () { ! sinfo -h -R | grep .; }
 agent_pid () { cat "$CLUSTER/state/n1/tierd.pid" 2>/dev/null; }
 
 # KEY = VALUE in tier.conf; a running agent on n1 rereads it (SIGHUP)

@@ -33,7 +33,6 @@ OUT=$H/out
 DAV=https://127.0.0.1:$NGINX_PORT/dav
 CREDS=$GFS/.tier/users/alice/credentials
 TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
-no_drain () { ! sinfo -h -R | grep .; }
 sum () { sha256sum "$1" | cut -d" " -f1; }
 as_user alice mkdir -p "$H/in" "$OUT"
 

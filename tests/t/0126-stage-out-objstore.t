@@ -42,7 +42,6 @@ WWW=$TRASH/nginx/www/dav
 CREDS=$GFS/.tier/users/alice/credentials
 TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
 NV=$(cat $CLUSTER/run/nvdimm.path)
-no_drain () { ! sinfo -h -R | grep .; }
 sum () { sha256sum "$1" | cut -d" " -f1; }
 outbox_empty () { test -z "$(ls -A "$NV/$1/.outbox" 2>/dev/null)"; }
 tool () { "$TOOL" -c "$TRASH/creds" -C "$TRASH/ca/ca.crt" "$@"; }

@@ -23,7 +23,6 @@ BH=$GFS/home/bob
 SUMS=$H/sums
 TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
 NV=$(cat $CLUSTER/run/nvdimm.path)
-no_drain () { ! sinfo -h -R | grep .; }
 outbox_empty () { test -z "$(ls -A "$NV/$1/.outbox" 2>/dev/null)"; }
 alice () { (cd $H && as_user alice "$@"); }
 # ping_all: every agent answers

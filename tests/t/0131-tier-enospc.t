@@ -27,7 +27,6 @@ OUT=$H/out
 BB=$CLUSTER/bb
 TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
 alice_uid=$(id -u alice)
-no_drain () { ! sinfo -h -R | grep .; }
 alice () { (cd $H && as_user alice "$@"); }
 sum_of () { sha256sum <"$1" | cut -d" " -f1; }
 # ping_all: every agent that runs answers (the plugin starts them with

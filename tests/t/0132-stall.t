@@ -25,23 +25,12 @@ HB=$GFS-backing/home/alice
 BH=$GFS/home/bob
 BHB=$GFS-backing/home/bob
 TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
-no_drain () { ! sinfo -h -R | grep .; }
 hung () { test "$(gfsemu_value "$GFS" fault.hung)" -ge 1; }
 unhung () { test "$(gfsemu_value "$GFS" fault.hung)" = 0; }
 sum_of () { sha256sum <$1 | cut -d" " -f1; }
 mkfile () { head -c $3 /dev/urandom >$2 && chown $1: $2; }
-# agent_pid NODE: the pid of NODE's agent
-agent_pid () {
-    cat $(ls $CLUSTER/state/$1/tierd.pid $CLUSTER/run/tier/$1/tierd.pid 2>/dev/null | head -1)
-}
-# procs NODE NAME: the pid and state of each child of NODE's agent whose
-# comm is NAME (a copier its stager abandoned is the agent's too: the
-# agent is their subreaper)
-procs () { ps -o pid=,stat=,comm= --ppid "$(agent_pid $1)" | awk -v n="$2" '$3 == n { print $1, $2 }'; }
-no_procs () { test -z "$(procs $1 $2)"; }
-stuck () { procs $1 $2 | grep -q " D"; }
-# zombies NODE: the children of NODE's agent that are zombies
-zombies () { ps -o pid=,stat= --ppid "$(agent_pid $1)" | awk '$2 ~ /^Z/'; }
+no_procs () { test -z "$(agent_children $1 $2)"; }
+stuck () { agent_children $1 $2 | grep -q " D"; }
 streams_free () {
     $TIERCTL -N $1 status >$TRASH/st.$1 2>&1 && grep -q "GFS streams: 0 of 1 in use, 0 waiting" $TRASH/st.$1
 }
@@ -104,7 +93,7 @@ test_expect_success 'stage-in whose GFS open hangs: the job fails naming it; the
 '
 [ -s "$TRASH/stage-in.sum" ] && say "$(cat "$TRASH/stage-in.sum")"
 test_expect_success 'the copier was abandoned, not waited for: still stuck, its GFS stream revoked' '
-    id=$(cat $TRASH/si) && hung && procs n1 tierd-stagecp && stuck n1 tierd-stagecp &&
+    id=$(cat $TRASH/si) && hung && agent_children n1 tierd-stagecp && stuck n1 tierd-stagecp &&
     grep "GFS stream revoked: stage-in of job $id" $CLUSTER/log/tierd-n1.log &&
     streams_free n1 && cat $TRASH/st.n1
 '
@@ -115,7 +104,7 @@ test_expect_success 'meanwhile bob'"'"'s stage-in on the node took that stream a
 '
 test_expect_success 'the hang ends: the copier is reaped, no zombie, nothing left' '
     gfsemu_fault_clear "$GFS" && wait_for 30 no_procs n1 tierd-stagecp &&
-    test -z "$(zombies n1)" && test "$(gfsemu_value "$GFS" fault.hung)" = 0 &&
+    test -z "$(agent_zombies n1)" && test "$(gfsemu_value "$GFS" fault.hung)" = 0 &&
     streams_free n1 && no_procs n1 tierd-stage
 '
 test_expect_success 'cleared: the next job stages the input and reads its bytes' '
@@ -157,10 +146,10 @@ test_expect_success 'the fetcher was abandoned: still stuck, its stream back' '
     streams_free n2 && test -z "$(find $BB/replicas -name "*.part")"
 '
 test_expect_success 'the hang ends: the fetcher is reaped and logged, no zombie, nothing half made' '
-    gfsemu_fault_clear "$GFS" && { wait_for 30 no_procs n2 tierd-fetch || { procs n2 tierd-fetch; exit 1; }; } &&
+    gfsemu_fault_clear "$GFS" && { wait_for 30 no_procs n2 tierd-fetch || { agent_children n2 tierd-fetch; exit 1; }; } &&
     wait_for 10 grep -q "tierd-fetch [0-9]*, abandoned [0-9]* s ago, ended at last" $CLUSTER/log/tierd-n2.log &&
     grep "ended at last" $CLUSTER/log/tierd-n2.log &&
-    { test -z "$(zombies n2)" || { echo zombies; zombies n2; exit 1; }; } &&
+    { test -z "$(agent_zombies n2)" || { echo zombies; agent_zombies n2; exit 1; }; } &&
     wait_for 10 unhung && streams_free n2 &&
     find $BB -path "*/.tmp/*" -type f >$TRASH/tmps && cat $TRASH/tmps && test ! -s $TRASH/tmps
 '
