@@ -69,6 +69,7 @@
 #include "lib/trust.h"
 #include "lib/url.h"
 #include "child.h"
+#include "procfd.h"
 #include "stage_msg.h"
 #include "streams.h"
 #include "stage.h"
@@ -687,45 +688,32 @@ static bool under_item (const struct stage_req *r, const char *path)
  * reading (not O_PATH, not a directory), the deepest path beneath an
  * item (a tree's file rather than the tree).  Only /proc is read: the
  * GFS, which does not answer, is not touched.  false if none. */
+struct stuck_in {
+    const struct stager *s;
+    char *out;
+    size_t size, best;
+};
+
+static bool stuck_input_fd (const char *target, unsigned long flags, void *arg)
+{
+    struct stuck_in *si = arg;
+    size_t n = strlen (target);
+
+    if ((flags & O_ACCMODE) == O_RDONLY && !(flags & (O_PATH | O_DIRECTORY))
+        && under_item (si->s->r, target) && n > si->best) {
+        si->best = n;
+        (void) snprintf (si->out, si->size, "%s", target);
+    }
+    return false; /* all of them: the deepest wins */
+}
+
 static bool stuck_input (const struct stager *s, pid_t pid, char *out,
                          size_t size)
 {
-    char dir[64], path[512], target[PATH_MAX], line[128];
-    struct dirent *de;
-    size_t best = 0;
-    DIR *d;
+    struct stuck_in si = { .s = s, .out = out, .size = size };
 
-    (void) snprintf (dir, sizeof (dir), "/proc/%d/fd", (int) pid);
-    if (!(d = opendir (dir)))
-        return false;
-    while ((de = readdir (d))) {
-        unsigned long flags = 0;
-        ssize_t n;
-        FILE *f;
-
-        if (de->d_name[0] == '.')
-            continue;
-        (void) snprintf (path, sizeof (path), "/proc/%d/fdinfo/%s", (int) pid,
-                         de->d_name);
-        if (!(f = fopen (path, "re")))
-            continue;
-        while (fgets (line, sizeof (line), f))
-            if (sscanf (line, "flags: %lo", &flags) == 1)
-                break;
-        fclose (f);
-        if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_PATH | O_DIRECTORY)))
-            continue;
-        (void) snprintf (path, sizeof (path), "%s/%s", dir, de->d_name);
-        if ((n = readlink (path, target, sizeof (target) - 1)) <= 0)
-            continue;
-        target[n] = '\0';
-        if (under_item (s->r, target) && (size_t) n > best) {
-            best = (size_t) n;
-            (void) snprintf (out, size, "%s", target);
-        }
-    }
-    closedir (d);
-    return best > 0;
+    (void) procfd_each (pid, stuck_input_fd, &si);
+    return si.best > 0;
 }
 
 /* The copier said nothing for StallTimeout: kill it, and if it does not
