@@ -47,6 +47,7 @@ struct child {
     int why;
     int pidfd; /* or -1 */
     bool abandoned;
+    bool held; /* child_hold: no stall counted */
     int64_t started_ms, last_ms, killed_ms;
     struct tier_msgreader rd;
     struct tier_msgwriter wr;
@@ -513,7 +514,8 @@ void child_tick (struct agent *a)
         if (c->spec.deadline_ms > 0
             && now - c->started_ms > c->spec.deadline_ms)
             kill_for (c, ETIMEDOUT);
-        else if (c->spec.stall_ms > 0 && now - c->last_ms > c->spec.stall_ms)
+        else if (c->spec.stall_ms > 0 && !c->held
+                 && now - c->last_ms > c->spec.stall_ms)
             kill_for (c, ESTALE);
         if (c->why)
             tier_log (LOG_WARNING, "%s %d: %s; killed", c->spec.name,
@@ -521,6 +523,12 @@ void child_tick (struct agent *a)
                       c->why == ETIMEDOUT ? "past its deadline"
                                           : "no progress");
     }
+}
+
+void child_hold (struct child *c, bool on)
+{
+    c->held = on;
+    c->last_ms = tier_now_ms ();
 }
 
 int child_send (struct child *c, int type, json_t *body, const int *fds,

@@ -141,6 +141,10 @@ pid_t child_pid (const struct child *c);
 int child_why (const struct child *c);
 /* In on_done: it did not end when killed (see above). */
 bool child_abandoned (const struct child *c);
+/* It waits for something that is no stall of its own (a GFS stream):
+ * while held, the progress watchdog (stall_ms) does not count; any
+ * message starts it again from then. */
+void child_hold (struct child *c, bool on);
 /* By its pidfd; SIGKILL also arms the abandonment (above). */
 void child_kill (struct child *c, int sig);
 /* Forget the owner: no more callbacks; the child is still reaped. */

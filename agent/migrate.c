@@ -17,17 +17,21 @@
 #include "config.h"
 #endif
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "lib/clock.h"
 #include "lib/cred.h"
 #include "lib/log.h"
 #include "child.h"
 #include "migrate.h"
+#include "procfd.h"
 #include "streams.h"
 
 #define RESTART_MS 2000  /* a migrator that died: again after */
@@ -36,6 +40,7 @@
 #define WAIT_FOREVER_MS 86400000
 
 static struct mig *migs;
+static unsigned stalls_total; /* migrators killed by StallTimeout */
 
 static struct mig *mig_find (uint32_t job_id, uint32_t restart)
 {
@@ -124,11 +129,14 @@ static void on_migrator_msg (struct agent *a, struct child *c, int type,
     struct migmsg m;
     tier_error_t e;
 
-    (void) c;
     (void) fds; /* none expected: child.c closes */
     (void) nfds;
     if (migmsg_unpack (type, body, MIGMSG_RESULT, &m, &e) < 0)
         tier_log (LOG_WARNING, "job %u: migrator: %s", g->job_id, e.text);
+    else if (m.type == MIGMSG_ALIVE)
+        ; /* a beat: child.c's stall watchdog saw it */
+    else if (m.type == MIGMSG_QUEUED)
+        child_hold (c, m.on); /* waiting for a GFS stream is no stall */
     else if (m.rel && m.k >= g->spec.ndirs)
         tier_log (LOG_WARNING,
                   "job %u: migrator: '%s' of an output "
@@ -148,16 +156,103 @@ static void on_migrator_msg (struct agent *a, struct child *c, int type,
     json_decref (body);
 }
 
+/* The GFS file a stuck migrator writes: of the descriptors it has open
+ * for writing, one beneath an output directory of the job.  Only /proc
+ * is read: the GFS, which does not answer, is not touched.  false if
+ * none. */
+struct stuck_out {
+    const struct mig *g;
+    char *out;
+    size_t size;
+};
+
+static bool stuck_output_fd (const char *target, unsigned long flags, void *arg)
+{
+    struct stuck_out *so = arg;
+
+    if ((flags & O_ACCMODE) == O_RDONLY)
+        return false;
+    for (int k = 0; k < so->g->spec.ndirs; k++) {
+        size_t len = strlen (so->g->spec.gfs[k]);
+        if (len && !strncmp (target, so->g->spec.gfs[k], len)
+            && target[len] == '/') {
+            (void) snprintf (so->out, so->size, "%s", target);
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool stuck_output (const struct mig *g, pid_t pid, char *out,
+                          size_t size)
+{
+    struct stuck_out so = { g, out, size };
+
+    return procfd_each (pid, stuck_output_fd, &so);
+}
+
+/* Does a process hold the OFD lock of g's outbox (the one writer of it:
+ * holder.h)?  Asked without waiting (F_OFD_GETLK). */
+static bool outbox_locked (struct agent *a, const struct mig *g)
+{
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+    int dfd = migrate_outbox_open (a->conf, g->job_id, g->restart, -1), fd;
+    bool held;
+
+    if (dfd < 0)
+        return false;
+    fd = openat (dfd, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    close (dfd);
+    if (fd < 0)
+        return false;
+    held = fcntl (fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+    close (fd);
+    return held;
+}
+
+/* Killed by StallTimeout: say which file is stuck; one that did not end
+ * (asleep in the kernel on a GFS request that is never answered) is
+ * abandoned: its GFS stream is given back at once, and no successor
+ * starts until it lets go of the job's outbox (one writer, ever). */
+static void migrator_stalled (struct agent *a, struct mig *g, struct child *c)
+{
+    char file[PATH_MAX + 64], why[PATH_MAX + 512];
+    pid_t pid = child_pid (c);
+    bool stuck = child_abandoned (c);
+
+    g->stalls++;
+    stalls_total++;
+    if (!stuck_output (g, pid, file, sizeof (file)))
+        (void) snprintf (file, sizeof (file), "%.4000s%s", g->spec.gfs[0],
+                         g->spec.ndirs > 1 ? " (or another output directory)"
+                                           : "");
+    (void) snprintf (why, sizeof (why),
+                     "job %u: stage-out of %.4000s: no progress for %llu s "
+                     "(StallTimeout): migrator %d %s",
+                     g->job_id, file,
+                     (unsigned long long) a->conf->stall_timeout, (int) pid,
+                     stuck ? "abandoned (stuck in a GFS request); the next "
+                             "one starts once it lets go of the job"
+                           : "killed; the next one resumes");
+    tier_log (LOG_ERR, "%s", why);
+    if (stuck) {
+        if (g->stream_id)
+            (void) streams_revoke (a, g->stream_id, why);
+        g->stuck = pid;
+    }
+}
+
 /* It died (what it sent before is read): again, resumed, in a while. */
 static void on_migrator_done (struct agent *a, struct child *c, int status,
                               void *owner)
 {
     struct mig *g = owner;
 
-    (void) a;
     if (g->child != c)
         return;
-    if (WIFEXITED (status) && WEXITSTATUS (status) == MIGRATOR_EXIT_BUSY)
+    if (child_why (c) == ESTALE)
+        migrator_stalled (a, g, c);
+    else if (WIFEXITED (status) && WEXITSTATUS (status) == MIGRATOR_EXIT_BUSY)
         tier_log (LOG_WARNING,
                   "job %u: another migrator still holds the job's "
                   "outbox; trying again in %d s",
@@ -174,6 +269,7 @@ static void on_migrator_done (struct agent *a, struct child *c, int status,
                   g->job_id, status);
     g->child = NULL;
     g->pid = 0;
+    g->stream_id = 0;
     g->seq_done = g->seq_sent = 0;
     g->spec.resumed = true;
     g->restart_after_ms = tier_now_ms () + RESTART_MS;
@@ -226,6 +322,11 @@ static int mig_spawn (struct agent *a, struct mig *g)
         .on_msg = on_migrator_msg,
         .on_done = on_migrator_done,
         .owner = g,
+        /* StallTimeout: it beats while it runs, copies or hashes;
+         * waiting for a GFS stream does not count (queued) */
+        .stall_ms = a->conf->stall_timeout > INT_MAX / 1000
+                        ? INT_MAX
+                        : (int) a->conf->stall_timeout * 1000,
     };
     struct migmsg_batch resume = { 0 };
     struct tier_cred cred;
@@ -250,8 +351,8 @@ static int mig_spawn (struct agent *a, struct mig *g)
     /* its migrations take GFS streams and the user's bandwidth */
     (void) snprintf (what, sizeof (what), "stage-out of job %u", g->job_id);
     ma.limit = streams_limit (a, g->uid, NULL);
-    if ((ma.streams_fd = streams_client (a, g->uid, NULL, STREAMS_STAGE_OUT,
-                                         what))
+    if ((ma.streams_fd = streams_client_id (a, g->uid, NULL, STREAMS_STAGE_OUT,
+                                            what, &g->stream_id))
         >= 0)
         spec.keep[spec.nkeep++] = ma.streams_fd;
     g->child = child_start (a, &spec, &e);
@@ -290,13 +391,29 @@ void migrate_late (struct agent *a, struct mig *g, const char *why)
 static void answer (struct agent *a, struct mig *g, struct migrate_waiter *w,
                     bool timed_out)
 {
-    json_t *o = json_pack ("{s:I s:i s:i s:i s:b}", "job_id",
+    json_t *o = json_pack ("{s:I s:i s:i s:i s:b s:b}", "job_id",
                            (json_int_t) g->job_id, "pending", g->pending,
                            "failed", g->failed, "conflicts", g->conflicts,
-                           "timed_out", timed_out);
+                           "timed_out", timed_out, "stuck", g->stuck != 0);
     char *s;
 
-    if (o && g->failed) {
+    if (o && timed_out && !g->pending && !g->failed && !g->conflicts) {
+        /* no count from the migrator (it died or is stuck before it
+         * could sync): what the write cache holds without a record of
+         * its arrival */
+        char first[PATH_MAX];
+        int missing = migrate_outbox_missing (a, g, first, sizeof (first));
+        json_object_set_new (o, "pending", json_integer (missing));
+        if (missing && first[0]) {
+            json_object_set_new (o, "first_path", json_string (first));
+            json_object_set_new (o, "first_error",
+                                 json_string (g->stuck ? "its migrator is "
+                                                         "stuck in a GFS "
+                                                         "request"
+                                                       : "not on the GFS yet"));
+        }
+    }
+    else if (o && g->failed) {
         /* the first file that failed, and why: for the job's stderr and
          * its record */
         json_t *arr = migrate_rec_failures (a, g, 1), *f;
@@ -620,19 +737,20 @@ json_t *migrate_status_json (struct agent *a, uid_t uid)
         pending += g->pending;
         failed += g->failed;
         conflicts += g->conflicts;
-        o = json_pack ("{s:I s:i s:i s:i s:b s:i}", "job_id",
-                       (json_int_t) g->job_id, "pending", g->pending,
-                       "failed", g->failed, "conflicts", g->conflicts,
-                       "ended", g->ended, "migrator", (int) g->pid);
+        o = json_pack ("{s:I s:i s:i s:i s:b s:i s:i s:i}", "job_id",
+                       (json_int_t) g->job_id, "pending", g->pending, "failed",
+                       g->failed, "conflicts", g->conflicts, "ended", g->ended,
+                       "migrator", (int) g->pid, "stalled", (int) g->stalls,
+                       "stuck_migrator", (int) g->stuck);
         if (o && g->failed && (g->uid == uid || agent_privileged (a, uid))) {
             json_t *f = migrate_rec_failures (a, g, STATUS_FAILURES_MAX);
             json_object_set_new (o, "failures", f ? f : json_array ());
         }
         json_array_append_new (arr, o);
     }
-    return json_pack ("{s:i s:i s:i s:o}", "pending", pending, "failed",
-                      failed, "conflicts", conflicts, "jobs",
-                      arr ? arr : json_array ());
+    return json_pack ("{s:i s:i s:i s:i s:o}", "pending", pending, "failed",
+                      failed, "conflicts", conflicts, "stalled_migrators",
+                      (int) stalls_total, "jobs", arr ? arr : json_array ());
 }
 
 /* An outbox a previous life left: its outputs resume. */
@@ -690,10 +808,26 @@ void migrate_tick (struct agent *a)
 
     for (g = migs; g; g = next) {
         next = g->next;
+        if (g->stuck && !g->child && now >= g->restart_after_ms) {
+            if (outbox_locked (a, g)) {
+                g->restart_after_ms = now + RESTART_MS;
+                continue;
+            }
+            tier_log (LOG_NOTICE,
+                      "job %u: the stuck migrator %d let go of the job: "
+                      "its outputs resume",
+                      g->job_id, (int) g->stuck);
+            g->stuck = 0;
+        }
         if (!g->child && now >= g->restart_after_ms && mig_spawn (a, g) < 0)
             g->restart_after_ms = now + RESPAWN_MS;
-        if (!g->child)
+        if (!g->child) {
+            /* none now (dead, or stuck and not yet let go): the waiters'
+             * deadlines hold all the same */
+            if (g->waiters)
+                migrate_settle (a, g); /* may free g */
             continue;
+        }
         /* waiters, and jobs that ended with outputs left: keep syncing
          * (each sync retries what failed, past its backoff) */
         if (g->waiters || g->ended)

@@ -167,6 +167,11 @@ struct mig {
     int64_t manifest_after_ms; /* one that failed: again from then */
     int64_t manifest_backoff_ms;
     int64_t restart_after_ms;
+    uint64_t stream_id; /* its GFS streams ticket (streams_revoke) */
+    unsigned stalls;    /* migrators killed by StallTimeout */
+    pid_t stuck;        /* one abandoned that still holds the
+                                * outbox lock (no successor until it lets
+                                * go), or 0 */
     struct migrate_spec spec;
     struct migrate_waiter *waiters;
     struct mig *next;
@@ -219,7 +224,7 @@ int migrate_outbox_parse_dirs (json_t *dirs, json_t *urls,
                                struct migrate_spec *s, tier_error_t *error);
 int migrate_outbox_write_dirs (struct agent *a, const struct mig *g);
 /* Regular files of g's write caches with no record of arrival: their
- * number, and the first into first. */
+ * number, and the first (its GFS path) into first. */
 int migrate_outbox_missing (struct agent *a, const struct mig *g, char *first,
                             size_t size);
 void migrate_outbox_remove (struct agent *a, const struct mig *g);

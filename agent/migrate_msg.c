@@ -53,6 +53,7 @@ enum member {
     F_MTIME_NS,
     F_N,
     F_SIDE,
+    F_ON,
     F_COUNT
 };
 
@@ -91,6 +92,7 @@ static const struct field fields[F_COUNT] = {
     FIELD (F_MTIME_NS, "mtime_ns", K_I64, mtime_ns),
     FIELD (F_N, "n", K_U32, n),
     FIELD (F_SIDE, "side", K_STR, side),
+    FIELD (F_ON, "on", K_BOOL, on),
 };
 
 #define B(f) (1u << (f))
@@ -153,6 +155,8 @@ static const struct msgdef defs[MIGMSG_NTYPES + 1] = {
                                  | B (F_US) | B (F_FIRST) | B (F_ETAG),
                              0 },
     [MIGMSG_PUBLISHING] = { MIGMSG_RESULT, INTENT, 0 },
+    [MIGMSG_ALIVE] = { MIGMSG_RESULT, 0, 0 },
+    [MIGMSG_QUEUED] = { MIGMSG_RESULT, B (F_ON), 0 },
 };
 
 static const struct chmsg_type types[] = {
@@ -180,6 +184,8 @@ static const struct chmsg_type types[] = {
     { MIGMSG_UPLOAD_GONE, "upload_gone" },
     { MIGMSG_OBJECT_DONE, "object_done" },
     { MIGMSG_PUBLISHING, "publishing" },
+    { MIGMSG_ALIVE, "alive" },
+    { MIGMSG_QUEUED, "queued" },
 };
 
 const struct chmsg_proto migmsg_proto = {

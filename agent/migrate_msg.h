@@ -48,6 +48,10 @@
  *   part_done {k, rel, n, etag}
  *   upload_gone {k, rel}       the multipart upload is finished or gone
  *   object_done {k, rel, size, mtime, sha256, us, first, etag}
+ *   alive {}                   a beat: it is not stuck (at least every
+ *                              StallTimeout / 4 while it runs or copies)
+ *   queued {on}                it waits for a GFS stream (on), or has
+ *                              one now: a wait that is no stall
  *   publishing {k, rel, ours, size, mtime, sha256, ino, gfs_size}
  *                              the temporary of this version is complete
  *                              as inode ino (rename keeps it): the
@@ -99,8 +103,10 @@ enum migmsg_type {
     MIGMSG_UPLOAD_GONE,
     MIGMSG_OBJECT_DONE,
     MIGMSG_PUBLISHING,
+    MIGMSG_ALIVE,
+    MIGMSG_QUEUED,
 };
-#define MIGMSG_NTYPES MIGMSG_PUBLISHING
+#define MIGMSG_NTYPES MIGMSG_QUEUED
 
 /* Who sends it. */
 enum migmsg_dir {
@@ -135,6 +141,7 @@ struct migmsg {
     uint32_t n;       /* a part's number, from 1 */
     const char *side; /* conflict: where this job's version is
                                  * (NULL: nowhere) */
+    bool on;          /* queued: waits for a stream */
 };
 
 extern const struct chmsg_proto migmsg_proto;

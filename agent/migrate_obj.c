@@ -74,6 +74,9 @@ static struct tier_endpoint *obj_endpoint (struct migrator *m, int k,
             return NULL;
     }
     opts.creds = d->creds;
+    /* beats of the stall watchdog while a part goes */
+    opts.progress = migrator_progress;
+    opts.progress_arg = m;
     opts.ca_file = m->conf->endpoint_ca_file[0] ? m->conf->endpoint_ca_file
                                                 : NULL;
     opts.part_size = m->conf->endpoint_part_size;
@@ -261,7 +264,7 @@ static void obj_upload (struct migrator *m, struct mfile *f,
     tell_file (m, MIGMSG_CLAIMED, f);
     f->claimed = true;
     t0 = tier_now_us ();
-    if (migrator_sha256 (src, hex) < 0) {
+    if (migrator_sha256 (m, src, hex) < 0) {
         migrator_fail (m, f, errno, strerror (errno));
         return;
     }

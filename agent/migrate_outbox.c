@@ -200,6 +200,7 @@ struct verify_ctx {
     const struct mig *g;
     int k;
     int missing;
+    int first_k;
     char first[PATH_MAX];
 };
 
@@ -229,8 +230,10 @@ static void verify_walk (struct verify_ctx *vc, int dfd, const char *rel,
         else if (S_ISREG (st.st_mode)
                  && !migrate_rec_arrived (vc->a, vc->g, vc->k, sub,
                                           st.st_size)) {
-            if (!vc->missing++)
+            if (!vc->missing++) {
+                vc->first_k = vc->k;
                 (void) snprintf (vc->first, sizeof (vc->first), "%s", sub);
+            }
         }
     }
     closedir (d);
@@ -249,7 +252,11 @@ int migrate_outbox_missing (struct agent *a, const struct mig *g, char *first,
         verify_walk (&vc, fd, "", 0);
         close (fd);
     }
-    (void) snprintf (first, size, "%s", vc.first);
+    if (vc.first[0])
+        (void) snprintf (first, size, "%s/%s", g->spec.gfs[vc.first_k],
+                         vc.first);
+    else
+        (void) snprintf (first, size, "%s", "");
     return vc.missing;
 }
 

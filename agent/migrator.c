@@ -119,6 +119,34 @@ void migrator_tell (struct migrator *m, const struct migmsg *msg)
     if (migmsg_send (m->chan, msg) < 0) {
         /* the agent is gone; we die with it */
     }
+    m->beat_last_ms = tier_now_ms ();
+}
+
+void migrator_beat (struct migrator *m)
+{
+    struct migmsg msg = { .type = MIGMSG_ALIVE };
+
+    if (m && m->beat_ms > 0 && tier_now_ms () - m->beat_last_ms >= m->beat_ms)
+        migrator_tell (m, &msg);
+}
+
+void migrator_progress (uint64_t done, uint64_t total, void *arg)
+{
+    (void) done;
+    (void) total;
+    migrator_beat (arg);
+}
+
+static void on_queued (void *arg, bool on)
+{
+    struct migmsg msg = { .type = MIGMSG_QUEUED, .on = on };
+
+    migrator_tell (arg, &msg);
+}
+
+void migrator_take_stream (struct migrator *m)
+{
+    (void) streams_take (on_queued, m);
 }
 
 static void tell_error (struct migrator *m, const char *text)
@@ -155,7 +183,7 @@ void migrator_gone (struct migrator *m, struct mfile *f)
     migrator_tell (m, &msg);
 }
 
-int migrator_sha256 (int fd, char hex[65])
+int migrator_sha256 (struct migrator *m, int fd, char hex[65])
 {
     static unsigned char buf[1 << 20];
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -172,6 +200,7 @@ int migrator_sha256 (int fd, char hex[65])
     while ((n = pread (fd, buf, sizeof (buf), off)) > 0) {
         EVP_DigestUpdate (ctx, buf, (size_t) n);
         off += n;
+        migrator_beat (m);
     }
     if (n < 0 || !EVP_DigestFinal_ex (ctx, md, &mdlen)) {
         int e = errno;
@@ -590,6 +619,8 @@ static void migrator_loop (struct migrator *m)
             if (f->due_ms && (next < 0 || f->due_ms < next))
                 next = f->due_ms;
         timeout = next < 0 ? -1 : (int) (next > now ? next - now : 0);
+        if (m->beat_ms > 0 && (timeout < 0 || timeout > m->beat_ms))
+            timeout = (int) m->beat_ms;
         if (m->stash)
             timeout = 0;
         if (poll (&p, 1, timeout) < 0 && errno != EINTR)
@@ -602,6 +633,7 @@ static void migrator_loop (struct migrator *m)
         for (struct mfile *f = m->files; f; f = f->next)
             if (f->due_ms && f->due_ms <= now)
                 migrate_one (m, f);
+        migrator_beat (m);
     }
 }
 
@@ -622,6 +654,7 @@ static void outbox_lock (const struct migrate_spec *s,
 {
     int dfd = migrate_outbox_open (conf, s->job_id, s->restart, -1), fd;
     pid_t holder, ended;
+    int wait_ms = OUTBOX_LOCK_MS;
 
     if (dfd < 0)
         return; /* no outbox: reported by migrator_main */
@@ -632,7 +665,11 @@ static void outbox_lock (const struct migrate_spec *s,
                   strerror (errno));
         _exit (MIGRATOR_EXIT_BUSY);
     }
-    if (holder_lock (fd, "tierd-mig", OUTBOX_LOCK_MS, &holder, &ended) == 0) {
+    /* within StallTimeout: nothing is told while it waits */
+    if (conf->stall_timeout > 0
+        && conf->stall_timeout * 500 < (uint64_t) wait_ms)
+        wait_ms = (int) conf->stall_timeout * 500;
+    if (holder_lock (fd, "tierd-mig", wait_ms, &holder, &ended) == 0) {
         if (ended)
             tier_log (LOG_WARNING,
                       "job %u: ended migrator %d, left by an earlier "
@@ -701,6 +738,13 @@ static void migrator_init (struct migrator *m, const struct migrator_arg *ma,
     m->conf = ma->conf;
     m->uid = s->uid;
     m->chan = chan;
+    /* StallTimeout / 4, at most a second: the agent hears from a
+     * migrator that is not stuck well before it gives up on it */
+    if (ma->conf->stall_timeout > 0)
+        m->beat_ms = ma->conf->stall_timeout >= 4
+                         ? 1000
+                         : (int64_t) ma->conf->stall_timeout * 250;
+    m->beat_last_ms = tier_now_ms ();
     (void) snprintf (m->node, sizeof (m->node), "%s", ma->node);
     (void) snprintf (m->user, sizeof (m->user), "%s", ma->user);
     m->ndirs = s->ndirs;

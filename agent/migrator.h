@@ -95,7 +95,8 @@ struct migrator {
     const struct tier_conf *conf;
     char user[64]; /* the job's user (for the credentials) */
     uid_t uid;
-    int chan; /* the channel to the agent */
+    int chan;                      /* the channel to the agent */
+    int64_t beat_ms, beat_last_ms; /* the stall watchdog's beats */
     /* commands that came while a publishing waited for noted, in order */
     struct stashed {
         int type;
@@ -122,7 +123,17 @@ void migrator_gone (struct migrator *m, struct mfile *f);
 int migrator_intent (struct migrator *m, struct mfile *f,
                      const struct stat *tmp, const struct stat *st,
                      const char *sha256, bool ours);
-int migrator_sha256 (int fd, char hex[65]);
+/* The hex SHA-256 of fd's content (beating on the way when m is set). */
+int migrator_sha256 (struct migrator *m, int fd, char hex[65]);
+/* Tell the agent it is alive (not stuck), if it said nothing for its
+ * beat interval: between chunks of a copy or a hash, and in its loop. */
+void migrator_beat (struct migrator *m);
+/* For the copy engine's and the endpoints' progress callbacks (arg: the
+ * migrator). */
+void migrator_progress (uint64_t done, uint64_t total, void *arg);
+/* Wait for one of the node's GFS streams, telling the agent while it is
+ * queued (a wait that is no stall); streams_give gives it back. */
+void migrator_take_stream (struct migrator *m);
 /* Is there nothing but a whiteout, or nothing at all, under rel in the
  * write cache k (the name is gone from the job's view)?  */
 bool migrator_upper_gone (struct migrator *m, int k, const char *rel);

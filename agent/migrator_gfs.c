@@ -99,7 +99,7 @@ static void clean_temps (int pfd, const char *base)
  * keeps whole seconds only is allowed for) and same SHA-256 (hex, of
  * the cached file, is filled in).
  */
-static bool gfs_is_ours (int pfd, const char *base, int src,
+static bool gfs_is_ours (struct migrator *m, int pfd, const char *base, int src,
                          const struct stat *st, const struct stat *gst,
                          char hex[65])
 {
@@ -119,8 +119,8 @@ static bool gfs_is_ours (int pfd, const char *base, int src,
         return false;
     ok = fstat (fd, &g2) == 0 && S_ISREG (g2.st_mode)
          && g2.st_ino == gst->st_ino && g2.st_size == gst->st_size
-         && migrator_sha256 (src, hex) == 0 && migrator_sha256 (fd, ghex) == 0
-         && !strcmp (hex, ghex);
+         && migrator_sha256 (m, src, hex) == 0
+         && migrator_sha256 (m, fd, ghex) == 0 && !strcmp (hex, ghex);
     close (fd);
     return ok;
 }
@@ -174,8 +174,10 @@ static void gfs_conflict (struct migrator *m, struct mfile *f, int src,
     if ((sfd = gfs_mkparents (m, f->k, side, false, &sbase)) >= 0) {
         int rc;
         so.limit = streams_worker_limit ();
-        (void) unlinkat (sfd, sbase, 0);  /* an older version */
-        (void) streams_take (NULL, NULL); /* a GFS stream */
+        (void) unlinkat (sfd, sbase, 0); /* an older version */
+        so.progress = migrator_progress;
+        so.progress_arg = m;
+        migrator_take_stream (m); /* a GFS stream */
         rc = tier_copy_fd (src, sfd, sbase, &so, &res, &err);
         streams_give ();
         if (rc == 0)
@@ -233,7 +235,7 @@ static void gfs_copy (struct migrator *m, struct mfile *f, int src,
     char hex[65];
     int rc;
 
-    if (migrator_sha256 (src, hex) < 0) {
+    if (migrator_sha256 (m, src, hex) < 0) {
         migrator_fail (m, f, errno, strerror (errno));
         return;
     }
@@ -245,7 +247,9 @@ static void gfs_copy (struct migrator *m, struct mfile *f, int src,
      * copy of a newer one would reach the GFS under a wrong checksum and
      * be nobody's, left behind when the job deletes the file */
     opts.expect = st;
-    (void) streams_take (NULL, NULL); /* one of GfsStreams */
+    opts.progress = migrator_progress;
+    opts.progress_arg = m;
+    migrator_take_stream (m); /* one of GfsStreams */
     rc = tier_copy_fd (src, pfd, base, &opts, &res, &err);
     streams_give ();
     if (rc == 0
@@ -318,7 +322,7 @@ void migrator_gfs_publish (struct migrator *m, struct mfile *f, int src,
     }
     else if (exists && m->resumed && gst.st_ctim.tv_sec >= m->job_start
              && (!f->published || f->src.ino == 0)
-             && gfs_is_ours (pfd, base, src, st, &gst, hex))
+             && gfs_is_ours (m, pfd, base, src, st, &gst, hex))
         gfs_adopt (m, f, st, &gst, hex);
     else if (exists && !(f->published && migrator_ident_eq (&f->gfs, &gst))
              && gst.st_ctim.tv_sec >= m->job_start) {

@@ -250,8 +250,10 @@ static void print_migrations (json_t *m)
     json_t *jobs = json_object_get (m, "jobs"), *j;
     size_t i;
 
-    printf ("migrations: %lld pending, %lld failed, %lld in conflict\n",
-            I (m, "pending"), I (m, "failed"), I (m, "conflicts"));
+    printf ("migrations: %lld pending, %lld failed, %lld in conflict; "
+            "%lld migrator(s) stalled (StallTimeout)\n",
+            I (m, "pending"), I (m, "failed"), I (m, "conflicts"),
+            I (m, "stalled_migrators"));
     json_array_foreach (jobs, i, j) {
         json_t *fails = json_object_get (j, "failures"), *f;
         size_t n;
@@ -260,6 +262,11 @@ static void print_migrations (json_t *m)
                 json_is_true (json_object_get (j, "ended")) ? "ended"
                                                             : "running",
                 I (j, "pending"), I (j, "failed"), I (j, "conflicts"));
+        if (I (j, "stalled"))
+            printf ("    %lld migrator(s) stalled%s\n", I (j, "stalled"),
+                    I (j, "stuck_migrator") ? "; one is stuck in a GFS "
+                                              "request: outputs wait for it"
+                                            : "");
         json_array_foreach (fails, n, f)
             printf ("    failed: %s: %s\n",
                     json_string_value (json_object_get (f, "path")),

@@ -702,6 +702,16 @@ static void sync_outputs_step (spank_t sp)
          * (slurmctld refuses updates once it has finished) */
         tier_admin_comment (tier.job_id, tier.conf->node, &left);
     }
+    else if (batch && left.stuck) {
+        slurm_spank_log ("tier: warning: %d output file(s) not on the GFS "
+                         "yet: the job's migrator is stuck in a GFS request "
+                         "(no progress for StallTimeout); they are kept and "
+                         "published once the GFS answers; see tierctl "
+                         "outputs --job %u%s%s",
+                         left.pending, tier.job_id,
+                         left.first[0] ? "; first: " : "", left.first);
+        tier_admin_comment (tier.job_id, tier.conf->node, &left);
+    }
 }
 
 int slurm_spank_exit (spank_t sp, int ac, char **av)

@@ -506,6 +506,7 @@ static int sync_once (const struct tier_conf *conf, uint32_t job_id,
         if (tier_jr_get_int (reply, len, "conflicts", &v) == 0)
             left->conflicts = (int) v;
         (void) tier_jr_get_bool (reply, len, "timed_out", &left->timed_out);
+        (void) tier_jr_get_bool (reply, len, "stuck", &left->stuck);
         first_failure (reply, len, left->first, sizeof (left->first));
     }
     free (reply);

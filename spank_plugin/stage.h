@@ -84,6 +84,9 @@ int stage_out_start (const struct tier_conf *conf, uint32_t job_id,
 struct tier_stageout_left {
     int pending, failed, conflicts;
     bool timed_out;
+    bool stuck;                 /* the job's migrator is stuck in a GFS
+                                 * request (StallTimeout): nothing moves
+                                 * until the GFS answers */
     char first[320];            /* "PATH: REASON" of the first output that
                                  * failed (cut, no control characters), or
                                  * "" */

@@ -16,7 +16,6 @@ OUT=$H/results
 SUMS=$H/sums
 TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
 NV=$(cat $CLUSTER/run/nvdimm.path)
-no_drain () { ! sinfo -h -R | grep .; }
 job_running () { test "$(job_state "$1")" = RUNNING; }
 outbox_empty () { test -z "$(ls -A "$NV/$1/.outbox" 2>/dev/null)"; }
 as_user alice mkdir -p "$H/in" "$OUT" "$SUMS"
@@ -213,7 +212,7 @@ test_expect_success 'tierctl status shows the agent and the failed migration, wi
     id=$(cat $TRASH/ro.id) && v=$($CLUSTER/lib/tierd --version | cut -d" " -f2) &&
     (cd $H && as_user alice $TIERCTL -N n3 status) >$TRASH/rost && cat $TRASH/rost &&
     grep -q "^node n3: tierd $v, pid [1-9][0-9]*, up [0-9]*s, tier enabled$" $TRASH/rost &&
-    grep -q "^migrations: [0-9]* pending, [1-9][0-9]* failed, [0-9]* in conflict$" $TRASH/rost &&
+    grep -q "^migrations: [0-9]* pending, [1-9][0-9]* failed, [0-9]* in conflict; [0-9]* migrator(s) stalled (StallTimeout)$" $TRASH/rost &&
     grep -q "^  job $id (ended): 0 pending, 1 failed, 0 in conflict$" $TRASH/rost &&
     grep -q "^    failed: $H/ro/data.bin: .*Permission denied" $TRASH/rost &&
     (cd $H && as_user alice $TIERCTL -N n3 status --json) | python3 -c "

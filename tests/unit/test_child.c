@@ -290,6 +290,19 @@ static void agent_fini (struct agent *a)
     close (a->epfd);
 }
 
+/* Wait up to 20 ms for the channels, and hand their events to child.c. */
+static void dispatch (struct agent *a)
+{
+    struct epoll_event evs[8];
+    int n = epoll_wait (a->epfd, evs, 8, 20);
+
+    for (int i = 0; i < n; i++) {
+        uint64_t tag = evs[i].data.u64;
+        if (tag >= AGENT_EV_CHILD0 && tag < AGENT_EV_CHILD0 + CHILD_MAX)
+            child_event (a, (int) (tag - AGENT_EV_CHILD0), evs[i].events);
+    }
+}
+
 /* server.c's loop, in small: reap, tick, wait for the channels.  Runs
  * until r->done; past SAFETY_MS the child is killed with SIGTERM (and the
  * test fails on what on_done saw). */
@@ -299,8 +312,7 @@ static void run (struct agent *a, struct child *c, struct rec *r)
     bool killed = false;
 
     while (!r->done) {
-        struct epoll_event evs[8];
-        int status, n;
+        int status;
         pid_t pid;
 
         while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
@@ -313,12 +325,7 @@ static void run (struct agent *a, struct child *c, struct rec *r)
             killed = true;
         }
         assert_true (tier_now_ms () < deadline + SAFETY_MS);
-        n = epoll_wait (a->epfd, evs, 8, 20);
-        for (int i = 0; i < n; i++) {
-            uint64_t tag = evs[i].data.u64;
-            if (tag >= AGENT_EV_CHILD0 && tag < AGENT_EV_CHILD0 + CHILD_MAX)
-                child_event (a, (int) (tag - AGENT_EV_CHILD0), evs[i].events);
-        }
+        dispatch (a);
     }
 }
 
@@ -687,6 +694,51 @@ static void test_start_stall (void **state)
     agent_fini (&a);
 }
 
+/* The loop for ms (reaping), or until r is done. */
+static void run_for (struct agent *a, struct rec *r, int ms)
+{
+    int64_t end = tier_now_ms () + ms;
+
+    while (!r->done && tier_now_ms () < end) {
+        int status;
+        pid_t pid;
+
+        while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
+            (void) child_reaped (a, pid, status);
+        child_tick (a);
+        dispatch (a);
+    }
+}
+
+/* Held (waiting for a GFS stream), a silent child is no stall; let go,
+ * the watchdog counts again, from then. */
+static void test_start_stall_held (void **state)
+{
+    struct seq stalls = { .n = 1, .stall = true };
+    struct agent a;
+    struct child_spec s;
+    struct child *c;
+    struct rec r;
+    int64_t t0;
+
+    (void) state;
+    agent_init (&a);
+    spec_init (&s, child_seq, &stalls);
+    s.stall_ms = 100;
+    c = start (&a, &s, &r);
+    child_hold (c, true);
+    run_for (&a, &r, 600);
+    assert_false (r.done);
+    t0 = tier_now_ms ();
+    child_hold (c, false);
+    run (&a, c, &r);
+    assert_true (killed_by_sigkill (r.status));
+    assert_int_equal (r.why, ESTALE);
+    assert_true (tier_now_ms () - t0 >= 100);
+    rec_fini (&r);
+    agent_fini (&a);
+}
+
 /* A child stuck in the kernel (D state: SIGKILL waits for a file system
  * request) is what a unit test cannot make; one the loop does not reap
  * looks the same to child.c.  Runs the loop without reaping until every
@@ -697,16 +749,8 @@ static void run_unreaped (struct agent *a, struct rec *r, int n)
     int left = n;
 
     while (left > 0 && tier_now_ms () < deadline) {
-        struct epoll_event evs[8];
-        int k;
-
         child_tick (a);
-        k = epoll_wait (a->epfd, evs, 8, 20);
-        for (int i = 0; i < k; i++) {
-            uint64_t tag = evs[i].data.u64;
-            if (tag >= AGENT_EV_CHILD0 && tag < AGENT_EV_CHILD0 + CHILD_MAX)
-                child_event (a, (int) (tag - AGENT_EV_CHILD0), evs[i].events);
-        }
+        dispatch (a);
         left = 0;
         for (int i = 0; i < n; i++)
             left += !r[i].done;
@@ -1050,6 +1094,7 @@ int main (int argc, char **argv)
         cmocka_unit_test (test_start_drain_at_exit),
         cmocka_unit_test (test_start_deadline),
         cmocka_unit_test (test_start_stall),
+        cmocka_unit_test (test_start_stall_held),
         cmocka_unit_test (test_start_abandon),
         cmocka_unit_test (test_abandon_bounded),
         cmocka_unit_test (test_call_answer),

@@ -46,6 +46,7 @@ static struct migmsg full (enum migmsg_type type)
         .mtime_ns = -5,
         .n = 17,
         .side = ".tier-conflicts/42/n1/f",
+        .on = true,
     };
     return m;
 }
@@ -99,6 +100,7 @@ static void expect_same (const struct migmsg *a, const struct migmsg *b,
     assert_int_equal (b->mtime_ns, FROM ("mtime_ns")->mtime_ns);
     assert_int_equal (b->n, FROM ("n")->n);
     same_str (b->side, FROM ("side")->side);
+    assert_int_equal (b->on, FROM ("on")->on);
 #undef FROM
 #undef HAS
 }
@@ -222,6 +224,8 @@ static const struct {
                          "1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b"
                          "855\",\"ino\":4242,\"gfs_size\":99,\"t\":"
                          "\"publishing\",\"v\":1}" },
+    { MIGMSG_ALIVE, "{\"t\":\"alive\",\"v\":1}" },
+    { MIGMSG_QUEUED, "{\"on\":true,\"t\":\"queued\",\"v\":1}" },
 };
 
 static void test_golden (void **state)
