@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,17 +154,41 @@ int stage_start (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
     return rc;
 }
 
+/* Part p's stager is gone (killed: the OOM killer, an admin) with its
+ * part unfinished: it wrote no outcome, and none will come.  Its pid is in
+ * stage[.P].pid; a pid reused meanwhile only looks alive (the wait then
+ * ends at StageInTimeout).  The stager writes its outcome before it
+ * exits: the caller reads the status again before it believes this. */
+static bool stager_gone (const struct tier_conf *conf, uint32_t job_id, int p,
+                         long *pid)
+{
+    char name[48], buf[32];
+
+    tier_ns_part_name (p, TIER_NS_STAGE_PID, name, sizeof (name));
+    if (tier_ns_read (conf->namespace_dir, job_id, name, buf, sizeof (buf)) < 0)
+        return false;
+    *pid = strtol (buf, NULL, 10);
+    return *pid > 1 && kill ((pid_t) *pid, 0) < 0 && errno == ESRCH;
+}
+
 int stage_wait (const struct tier_conf *conf, uint32_t job_id, int parts,
                 bool report, bool (*gone) (uint32_t job_id),
                 tier_error_t *error)
 {
     int64_t start = (tier_now_ms () / 1000), last = start, checked = start;
     char buf[8192];
+    int dead = -1; /* a part whose stager was found gone, read again */
+    long dead_pid = 0;
 
     for (;;) {
         uint64_t done = 0, total = 0;
-        bool queued = false;
+        bool queued = false, check, again = false;
         int finished = 0;
+
+        /* every 3 s: the job cancelled, a stager gone */
+        check = (tier_now_ms () / 1000) - checked >= 3;
+        if (check)
+            checked = (tier_now_ms () / 1000);
 
         /* every part: the first failure fails the job; the progress is
          * the sum */
@@ -187,18 +212,33 @@ int stage_wait (const struct tier_conf *conf, uint32_t job_id, int parts,
             queued = queued || q;
             if (!strcmp (state, "done"))
                 finished++;
-            if (!strcmp (state, "failed")) {
+            else if (!strcmp (state, "failed")) {
                 (void) tier_jr_get_str (buf, len, "error", err, sizeof (err));
                 errno = EIO;
                 return tier_errprintf (error, "stage-in failed: %.400s",
                                        err[0] ? err : "unknown error");
             }
+            else if (dead == p) {
+                /* gone before this reading, and still unfinished */
+                errno = EIO;
+                return tier_errprintf (error,
+                                       "stage-in failed: its stager (pid "
+                                       "%ld) ended before the stage-in did "
+                                       "(killed?); resubmit the job",
+                                       dead_pid);
+            }
+            else if (check && dead < 0
+                     && stager_gone (conf, job_id, p, &dead_pid)) {
+                dead = p; /* read its status once more, then believe it */
+                again = true;
+            }
         }
         if (finished == parts)
             return 0;
+        if (again)
+            continue; /* at once: that part's status again */
         /* a task waiting here may not get scancel's signal: ask */
-        if (gone && (tier_now_ms () / 1000) - checked >= 3) {
-            checked = (tier_now_ms () / 1000);
+        if (gone && check) {
             if (gone (job_id)) {
                 errno = ECANCELED;
                 return tier_errprintf (error, "the job was cancelled during "

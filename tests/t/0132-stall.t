@@ -31,6 +31,7 @@ sum_of () { sha256sum <$1 | cut -d" " -f1; }
 mkfile () { head -c $3 /dev/urandom >$2 && chown $1: $2; }
 no_procs () { test -z "$(agent_children $1 $2)"; }
 stuck () { agent_children $1 $2 | grep -q " D"; }
+stager_up () { test -n "$(agent_children $1 tierd-stage)"; }
 streams_free () {
     $TIERCTL -N $1 status >$TRASH/st.$1 2>&1 && grep -q "GFS streams: 0 of 1 in use, 0 waiting" $TRASH/st.$1
 }
@@ -75,6 +76,19 @@ test_expect_success 'stage-in whose GFS read hangs: the job fails naming the stu
     grep "job $id: stage-in failed: $H/in/stuck.bin: no progress" $CLUSTER/log/tierd-n1.log &&
     test "$(scontrol show job $id | grep -o "Restarts=[0-9]*")" = Restarts=0 &&
     wait_for 10 streams_free n1
+'
+# A stager killed (the OOM killer, an admin) writes no outcome: the
+# tasks see it gone and fail at once, not at StageInTimeout.
+test_expect_success 'a stager killed mid-copy: the job fails at once, saying so' '
+    gfsemu_fault_clear "$GFS" && wait_for 10 unhung && gfsemu_fault "$GFS" "$SIREAD" &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-in=$H/in/stuck.bin \
+        -o $H/sk.out -e $H/sk.err --wrap "echo ran") &&
+    wait_for 60 hung && wait_for 10 stager_up n1 &&
+    kill -KILL $(agent_children n1 tierd-stage | cut -d" " -f1) &&
+    wait_for 60 job_done $id && cat $H/sk.err && test "$(job_state $id)" = FAILED &&
+    ! grep -q ran $H/sk.out &&
+    grep -q "tier: stage-in failed: its stager (pid [0-9]*) ended before the stage-in did" $H/sk.err &&
+    gfsemu_fault_clear "$GFS" && wait_for 10 unhung && wait_for 10 streams_free n1
 '
 test_expect_success 'stage-in whose GFS open hangs: the job fails naming it; the agent answers throughout' '
     gfsemu_fault_clear "$GFS" && wait_for 10 unhung && gfsemu_fault "$GFS" "$SIOPEN" &&
