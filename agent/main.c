@@ -215,6 +215,9 @@ int main (int argc, char **argv)
         if (errno == EWOULDBLOCK) {
             tier_log (LOG_INFO, "another tierd already serves node %s",
                       a.node);
+            close (sfd);
+            tier_conf_destroy (a.conf);
+            tier_log_fini ();
             return 0;
         }
         tier_log_errn_exit (errno, "lock in %s", a.conf->state_dir);
