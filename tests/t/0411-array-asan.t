@@ -55,10 +55,11 @@ rss () { awk '/^VmRSS|^VmHWM/ { printf "%s %s kB  ", $1, $2 }' /proc/$1/status; 
 if [ "$VG" = 1 ]; then
     # the supervisors run lib/tierd from bash: a script will do
     install_agent () {
+        sed -i "/^AgentTimeout *=/d" $CLUSTER/etc/tier.conf &&
         echo "AgentTimeout = ${VG_AGENT_TIMEOUT:-120}s" >>$CLUSTER/etc/tier.conf &&
         cp $CLUSTER/lib/tierd $CLUSTER/lib/tierd.real &&
-        printf "#!/bin/sh\nexec valgrind --tool=memcheck --leak-check=full --errors-for-leak-kinds=definite --log-file=%s/vg.%%p %s \"\$@\"\n" \
-            "$SAN" "$CLUSTER/lib/tierd.real" >$CLUSTER/lib/tierd.new &&
+        printf "#!/bin/sh\nexec valgrind --tool=memcheck --leak-check=full --errors-for-leak-kinds=definite --suppressions=%s --log-file=%s/vg.%%p %s \"\$@\"\n" \
+            "$TIER_SRCDIR/tests/valgrind.supp" "$SAN" "$CLUSTER/lib/tierd.real" >$CLUSTER/lib/tierd.new &&
         chmod 755 $CLUSTER/lib/tierd.new && mv $CLUSTER/lib/tierd.new $CLUSTER/lib/tierd
     }
     is_checked () { p=$(agent_pid $1) && [ -n "$p" ] && readlink /proc/$p/exe | grep -q valgrind && $TIERCTL -N $1 ping; }
