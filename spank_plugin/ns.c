@@ -625,8 +625,8 @@ int ns_setup (spank_t sp, tier_error_t *error)
         if (m.stage_out[0]
             && (tier_ns_write (base, m.job_id, TIER_NS_STAGEOUT, m.stage_out)
                     < 0
-                || stage_out_start (tier.conf, m.job_id, m.restart, m.stage_out,
-                                    error)
+                || stage_out_start (tier.conf, tier.conf_path, m.job_id,
+                                    m.restart, m.stage_out, error)
                        < 0)) {
             slurm_error ("tier: job %u: stage-out: %s", m.job_id,
                          error->text);

@@ -253,8 +253,8 @@ static int register_job (spank_t sp, tier_error_t *error)
                           error)
         < 0)
         return -1;
-    if (spawn_call (tier.conf, body, &reply, (int) tier.conf->agent_timeout_ms,
-                    error)
+    if (spawn_call_sure (tier.conf, tier.conf_path, tier.job_id, "registration",
+                         body, &reply, error)
         < 0)
         return -1;
     (void) tier_jr_get_bool (reply, strlen (reply), "enabled", &enabled);
@@ -351,8 +351,8 @@ static void start_stage_in (spank_t sp)
                                TIER_STAGE_ITEMS_MAX, &error))
                 < 0)
         || (n = policy_inputs (n, &error)) < 0
-        || stage_start (tier.conf, tier.job_id, uid, gid, tier.stage_items, n,
-                        &tier.stage_plan, &error)
+        || stage_start (tier.conf, tier.conf_path, tier.job_id, uid, gid,
+                        tier.stage_items, n, &tier.stage_plan, &error)
                < 0) {
         (void) snprintf (tier.ns_error, sizeof (tier.ns_error), "%s",
                          error.text);

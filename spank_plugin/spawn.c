@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <slurm/spank.h>
+
 #include "lib/clock.h"
 #include "lib/client.h"
 #include "lib/cred.h"
@@ -73,6 +75,46 @@ int spawn_call (const struct tier_conf *conf, const char *body, char **reply,
                 int timeout_ms, tier_error_t *error)
 {
     return spawn_call_ex (conf, body, reply, timeout_ms, NULL, error);
+}
+
+int spawn_call_sure (const struct tier_conf *conf, const char *conf_path,
+                     uint32_t job_id, const char *what, const char *body,
+                     char **reply, tier_error_t *error)
+{
+    int64_t start = tier_now_ms (), left;
+    int64_t deadline = start + (int64_t) conf->agent_timeout_ms;
+    int pause_ms = 100, tries = 0, rc;
+    bool unreachable;
+    tier_error_t e;
+
+    for (;;) {
+        tries++;
+        rc = spawn_call_ex (conf, body, reply, (int) conf->agent_timeout_ms,
+                            &unreachable, error);
+        if (rc == 0 || !unreachable || (left = deadline - tier_now_ms ()) <= 0)
+            break;
+        /* it died or is restarting: start one where the plugin starts
+         * agents (a supervisor's wins the lock), else give it time */
+        if (conf->enabled && conf_path)
+            (void) spawn_ensure (conf, conf_path, conf->node,
+                                 (int) (left < 5000 ? left : 5000), &e);
+        else {
+            struct timespec ts = { 0, (long) pause_ms * 1000000L };
+            (void) nanosleep (&ts, NULL);
+            if (pause_ms < 1000)
+                pause_ms *= 2;
+        }
+    }
+    if (tries > 1 && rc == 0)
+        slurm_info ("tier: job %u: %s: the node's agent was restarting; "
+                    "it answered at try %d, after %lld ms",
+                    job_id, what, tries, (long long) (tier_now_ms () - start));
+    else if (tries > 1) {
+        e = *error;
+        tier_errprintf (error, "%s (asked %d times over %lld ms)", e.text,
+                        tries, (long long) (tier_now_ms () - start));
+    }
+    return rc;
 }
 
 int spawn_ping (const struct tier_conf *conf, int timeout_ms,

@@ -122,9 +122,9 @@ error:
     return tier_errprintf (error, "the agent's stage-in plan is not valid");
 }
 
-int stage_start (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
-                 gid_t gid, char items[][PATH_MAX], int n,
-                 struct tier_stage_plan *plan, tier_error_t *error)
+int stage_start (const struct tier_conf *conf, const char *conf_path,
+                 uint32_t job_id, uid_t uid, gid_t gid, char items[][PATH_MAX],
+                 int n, struct tier_stage_plan *plan, tier_error_t *error)
 {
     static char body[TIER_STAGE_ITEMS_MAX * (PATH_MAX + 8) + 256];
     struct passwd pw, *pwp = NULL;
@@ -147,7 +147,8 @@ int stage_start (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
     tier_jw_arr_end (&w);
     if (tier_jw_finish (&w) < 0)
         return tier_errprintf (error, "stage-in request too large");
-    rc = spawn_call (conf, body, &reply, (int) conf->agent_timeout_ms, error);
+    rc = spawn_call_sure (conf, conf_path, job_id, "stage-in", body, &reply,
+                          error);
     if (rc == 0 && plan)
         rc = read_plan (reply, n, plan, error);
     free (reply);
@@ -465,8 +466,9 @@ int stage_out_dirs (const char *option, const char *policy_dirs,
     return 0;
 }
 
-int stage_out_start (const struct tier_conf *conf, uint32_t job_id,
-                     uint32_t restart, const char *list, tier_error_t *error)
+int stage_out_start (const struct tier_conf *conf, const char *conf_path,
+                     uint32_t job_id, uint32_t restart, const char *list,
+                     tier_error_t *error)
 {
     static char body[TIER_OPT_VALUE_MAX * 2];
     char item[PATH_MAX + 64], dir[PATH_MAX], url[PATH_MAX], *reply = NULL;
@@ -491,7 +493,8 @@ int stage_out_start (const struct tier_conf *conf, uint32_t job_id,
     tier_jw_arr_end (&w);
     if (tier_jw_finish (&w) < 0)
         return tier_errprintf (error, "stage-out request too large");
-    rc = spawn_call (conf, body, &reply, (int) conf->agent_timeout_ms, error);
+    rc = spawn_call_sure (conf, conf_path, job_id, "stage-out", body, &reply,
+                          error);
     free (reply);
     return rc;
 }
@@ -620,7 +623,8 @@ int stage_out_sync_end (const struct tier_conf *conf, const char *conf_path,
              * caches (they are there): tell it now, and ask again */
             if (errno == ENOENT && !started && list && list[0]
                 && outbox_exists (conf, job_id, restart)
-                && stage_out_start (conf, job_id, restart, list, &e) == 0) {
+                && stage_out_start (conf, conf_path, job_id, restart, list, &e)
+                       == 0) {
                 started = true;
                 continue;
             }

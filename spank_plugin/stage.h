@@ -33,9 +33,9 @@ struct tier_stage_plan {
 /* Ask the node's agent to copy the items (once per job and item: what a
  * request adds is staged as another part); plan (may be NULL) gets its
  * answer. */
-int stage_start (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
-                 gid_t gid, char items[][PATH_MAX], int n,
-                 struct tier_stage_plan *plan, tier_error_t *error);
+int stage_start (const struct tier_conf *conf, const char *conf_path,
+                 uint32_t job_id, uid_t uid, gid_t gid, char items[][PATH_MAX],
+                 int n, struct tier_stage_plan *plan, tier_error_t *error);
 
 /* Wait until the copies of every part are done (progress every 10 s when
  * report), up to StageInTimeout, or until gone(job_id) says the job was
@@ -73,8 +73,9 @@ int stage_out_item (const char *item, char *dir, size_t dirsize, char *url,
 
 /* Start the job's migrator on this node (its output overlays are
  * mounted). */
-int stage_out_start (const struct tier_conf *conf, uint32_t job_id,
-                     uint32_t restart, const char *list, tier_error_t *error);
+int stage_out_start (const struct tier_conf *conf, const char *conf_path,
+                     uint32_t job_id, uint32_t restart, const char *list,
+                     tier_error_t *error);
 
 /* Publish what the outputs hold now; wait up to timeout_ms for every
  * output to reach the GFS (0: do not wait).  With end (the epilog), the

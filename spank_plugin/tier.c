@@ -431,7 +431,9 @@ static void prolog_stage_in (const struct tier_conf *conf, uint32_t job_id,
     if ((n = stage_expand (tier.opts.stage_in, &ctx, items,
                            TIER_STAGE_ITEMS_MAX, &error))
             < 0
-        || stage_start (conf, job_id, uid, gid, items, n, NULL, &error) < 0)
+        || stage_start (conf, tier.conf_path, job_id, uid, gid, items, n, NULL,
+                        &error)
+               < 0)
         slurm_error ("tier: prolog of job %u: stage-in: %s", job_id,
                      error.text);
 }
@@ -639,19 +641,11 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
     }
 
     sync_outputs_end (conf, job_id);
-    if (spawn_call (conf, body, &reply, (int) conf->agent_timeout_ms, &error)
-        < 0) {
-        if (errno == ENOENT && strstr (error.text, "not registered"))
-            ;                           /* never reached this node's agent */
-        else if (conf->enabled
-                 && spawn_ensure (conf, tier.conf_path, conf->node, 5000,
-                                  &error)
-                        == 0)
-            (void) spawn_call (conf, body, &reply, (int) conf->agent_timeout_ms,
-                               &error);
-        else
-            slurm_error ("tier: epilog of job %u: %s", job_id, error.text);
-    }
+    if (spawn_call_sure (conf, tier.conf_path, job_id, "job end", body, &reply,
+                         &error)
+            < 0
+        && !(errno == ENOENT && strstr (error.text, "not registered")))
+        slurm_error ("tier: epilog of job %u: %s", job_id, error.text);
     free (reply);
     /* then the namespace and the job's tier data (the agent has stopped a
      * stage-in still running); if something is still inside, the agent

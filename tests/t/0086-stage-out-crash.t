@@ -131,6 +131,24 @@ test_expect_success 'the agent killed twice while the epilog waits: the dependen
     find $OUT -name ".*.part" >$TRASH/parts && test ! -s $TRASH/parts
 '
 
+# A step meets a dying agent: the agent is killed at its first fork after
+# the job's registration arrived (the fork that freezes the job's
+# policies), before it answers.  The step asks again, an agent is
+# started, and the job runs as if nothing happened.
+reg_retried () { grep -q "job $1: registration: the node.s agent was restarting" $CLUSTER/log/slurmd-n1.log; }
+test_expect_success 'the agent dies as a step registers: the step asks the next agent and runs' '
+    wait_for 30 agent_up n1 && ap=$(agent_pid n1) &&
+    { strace -f -qq -o /dev/null -p $ap -e trace=clone,clone3,fork,vfork \
+        -e inject=clone,clone3,fork,vfork:signal=KILL:when=1 & } && st=$! &&
+    wait_for 10 traced $ap $st &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-out=$OUT -o $H/reg.out \
+        --wrap "echo ran > $OUT/reg.txt") &&
+    wait_for 60 job_done $id && { wait $st; true; } && cat $H/reg.out &&
+    wait_for 20 test ! -d /proc/$ap && echo "agent $ap is gone" &&
+    test "$(job_state $id)" = COMPLETED && echo "job $id COMPLETED" &&
+    ! grep untiered $H/reg.out && reg_retried $id && grep -x ran $OUT/reg.txt
+'
+
 # One writer per outbox.  The migrator hangs on a GFS write; the agent
 # is killed meanwhile, and the migrator, its parent-death SIGKILL
 # pending, sleeps on in the kernel (D: the request is the daemon's).
