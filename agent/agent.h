@@ -104,6 +104,20 @@ struct conn *server_conn_add (struct agent *a, int fd,
                               const struct ucred *cred);
 void server_conn_close (struct agent *a, struct conn *c);
 
+/* rxfd.c: descriptors clients send.  rxfd_check: 0 if fd lies on a
+ * mount of the site's, as the client pid's mount namespace has it (asks
+ * no file system; EPERM on a user's FUSE mount or one the client does
+ * not have).  rxfd_drop: close it on uid's closer
+ * thread, never on the loop.  rxfd_busy: uid has closes pending (accept
+ * no more of its descriptors).  rxfd_closing: descriptors pending, and
+ * of how many users.  rxfd_wait_idle: until every closer is done (-1
+ * past timeout_ms). */
+int rxfd_check (pid_t peer, int fd, tier_error_t *error);
+void rxfd_drop (uid_t uid, int fd);
+bool rxfd_busy (uid_t uid);
+int rxfd_closing (int *users);
+int rxfd_wait_idle (int timeout_ms);
+
 /* rpc.c: handle one request.  Returns the response body (malloc'd), or
  * NULL with *deferred set when a handler will answer later
  * (server_reply).

@@ -255,12 +255,16 @@ static bool world_readable (const char *path, const struct stat *st)
            && s.st_ino == st->st_ino;
 }
 
-static int take_fd (struct conn *c)
+/* The request's one descriptor: the server let it in only on a mount of
+ * the site's (rxfd.c), so it may be stat'ed, read and closed here. */
+static int take_fd (struct conn *c, const char *op, tier_error_t *error)
 {
     int fd;
 
-    if (c->req_nfds != 1 || c->req_fds[0] < 0)
-        return -1;
+    if (c->req_nfds != 1 || c->req_fds[0] < 0) {
+        errno = EINVAL;
+        return tier_errprintf (error, "%s needs one descriptor", op);
+    }
     fd = c->req_fds[0];
     c->req_fds[0] = -1;
     return fd;
@@ -530,13 +534,10 @@ json_t *op_replica_open (struct agent *a, struct conn *c, json_t *req,
     struct replica_req rq = { .job = &job };
     char path[PATH_MAX], what[160];
     uint64_t max;
-    int fd = take_fd (c);
+    int fd = take_fd (c, "replica.open", error);
 
-    if (fd < 0) {
-        errno = EINVAL;
-        tier_errprintf (error, "replica.open needs one descriptor");
+    if (fd < 0)
         return NULL;
-    }
     if (get_path (req, path, sizeof (path), error) < 0
         || rpc_caller_job (a, c, &job, &pj, error) < 0) {
         close (fd);
@@ -636,13 +637,10 @@ json_t *op_replica_prefetch (struct agent *a, struct conn *c, json_t *req,
     struct replica_req rq;
     char path[PATH_MAX], what[160];
     bool in_job;
-    int fd = take_fd (c);
+    int fd = take_fd (c, "replica.prefetch", error);
 
-    if (fd < 0) {
-        errno = EINVAL;
-        tier_errprintf (error, "replica.prefetch needs one descriptor");
+    if (fd < 0)
         return NULL;
-    }
     memset (&rq, 0, sizeof (rq));
     if (get_path (req, path, sizeof (path), error) < 0
         || check_source (fd, path, &rq.st,

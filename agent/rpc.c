@@ -704,18 +704,20 @@ static json_t *op_status (struct agent *a, struct conn *c, json_t *req,
     json_t *migs = migrate_status_json (a, c->cred.uid);
     json_t *streams = streams_status_json (a, c->cred.uid);
 
-    return json_pack ("{s:s s:s s:i s:I s:b s:o s:{s:i s:i} s:o s:o s:o}",
-                      "version", PACKAGE_VERSION,
-                      "node", a->node,
-                      "pid", (int) getpid (),
-                      "uptime", (json_int_t) ((tier_now_ms ()
-                                               - a->started_ms) / 1000),
-                      "enabled", !a->disabled && a->conf->enabled,
-                      "tiers", tiers ? tiers : json_object (),
-                      "jobs", "running", cc.running, "registered", cc.total,
-                      "replicas", reps ? reps : json_object (),
-                      "migrations", migs ? migs : json_object (),
-                      "streams", streams ? streams : json_object ());
+    int closing_users, closing = rxfd_closing (&closing_users);
+
+    return json_pack ("{s:s s:s s:i s:I s:b s:o s:{s:i s:i} s:o s:o s:o "
+                      "s:{s:i s:i}}",
+                      "version", PACKAGE_VERSION, "node", a->node, "pid",
+                      (int) getpid (), "uptime",
+                      (json_int_t) ((tier_now_ms () - a->started_ms) / 1000),
+                      "enabled", !a->disabled && a->conf->enabled, "tiers",
+                      tiers ? tiers : json_object (), "jobs", "running",
+                      cc.running, "registered", cc.total, "replicas",
+                      reps ? reps : json_object (), "migrations",
+                      migs ? migs : json_object (), "streams",
+                      streams ? streams : json_object (), "closing",
+                      "descriptors", closing, "users", closing_users);
 }
 
 static const struct rpc_op ops[] = {

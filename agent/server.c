@@ -270,12 +270,23 @@ static void conn_fail (struct agent *a, struct conn *c, int errnum,
     c->closing = true;
 }
 
+/* Descriptors come only with a connection's first request (the
+ * interposer's and tierctl's way), and not from a user whose earlier
+ * ones are still being closed (rxfd.c): other reads have no room for
+ * them, and the kernel drops them unopened. */
+static void conn_fds_allowed (struct conn *c)
+{
+    if (c->rd.hdr_got == 0 && c->rd.nfds == 0)
+        c->rd.no_fds = c->spoke || rxfd_busy (c->cred.uid);
+}
+
 static void conn_read (struct agent *a, struct conn *c)
 {
     tier_error_t error;
     int rc;
 
     for (int n = 0; n < 16 && !c->closing && !conn_backlogged (c); n++) {
+        conn_fds_allowed (c);
         rc = tier_msgreader_read (&c->rd, c->fd, &error);
         c->last_ms = tier_now_ms ();
         if (rc == 0) {
@@ -321,8 +332,7 @@ static void conn_read (struct agent *a, struct conn *c)
                                     &deferred);
             }
             for (int i = 0; i < nfds; i++)
-                if (fds[i] >= 0)
-                    close (fds[i]);
+                rxfd_drop (c->cred.uid, fds[i]); /* those not taken */
             free (body);
             tier_msgreader_reset (&c->rd);
             if (!deferred)
@@ -330,6 +340,24 @@ static void conn_read (struct agent *a, struct conn *c)
         }
     }
     (void) conn_flush (a, c);
+}
+
+/* A received descriptor the reader gives up (a message cut short, too
+ * many of them, one refused): to a closer thread. */
+static void conn_drop_fd (int fd, void *arg)
+{
+    const struct conn *c = arg;
+
+    rxfd_drop (c->cred.uid, fd);
+}
+
+/* Each received descriptor as it arrives: one on a user's mount is
+ * refused (and dropped) before anything else can touch it. */
+static int conn_check_fd (int fd, void *arg, tier_error_t *error)
+{
+    const struct conn *c = arg;
+
+    return rxfd_check (c->cred.pid, fd, error);
 }
 
 void server_reply (struct agent *a, struct conn *c, uint32_t id, char *body)
@@ -349,6 +377,9 @@ struct conn *server_conn_add (struct agent *a, int fd,
     c->fd = fd;
     c->cred = *cred;
     tier_msgreader_init (&c->rd, TIER_MSG_MAX);
+    c->rd.drop_fd = conn_drop_fd;
+    c->rd.check_fd = conn_check_fd;
+    c->rd.drop_arg = c;
     c->accepted_ms = c->last_ms = tier_now_ms ();
     c->next = a->conns;
     if (a->conns)

@@ -368,6 +368,17 @@ int cmd_status (struct ctl *ctl, int argc, char **argv)
                                                              "registered")));
     print_migrations (json_object_get (res, "migrations"));
     print_streams (json_object_get (res, "streams"));
+    {
+        /* clients' descriptors whose close has not returned (a file
+         * system that does not answer: rxfd.c) */
+        json_t *cl = json_object_get (res, "closing");
+        json_t *u = json_object_get (cl, "users");
+        json_int_t n = json_integer_value (json_object_get (cl, "descriptors"));
+        if (n)
+            printf ("closing: %lld client descriptors of %lld users not "
+                    "closed yet (their file system does not answer)\n",
+                    (long long) n, (long long) json_integer_value (u));
+    }
     json_decref (res);
     return CTL_OK;
 }

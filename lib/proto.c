@@ -228,27 +228,59 @@ int tier_msg_send (int fd, enum tier_msg_type type, uint32_t id,
     return 0;
 }
 
+/* How received descriptors are given up (the reader's drop_fd, else
+ * close) and checked as they come (check_fd, else all taken). */
+struct dropper {
+    void (*fn) (int fd, void *arg);
+    int (*check) (int fd, void *arg, tier_error_t *error);
+    void *arg;
+};
+
+static void drop_fds (const struct dropper *d, int *fds, int *nfds)
+{
+    int saved = errno;
+
+    for (int i = 0; i < *nfds; i++)
+        if (d && d->fn)
+            d->fn (fds[i], d->arg);
+        else
+            (void) close (fds[i]);
+    *nfds = 0;
+    errno = saved;
+}
+
 /* One recvmsg (MSG_DONTWAIT): data into buf, descriptors appended to
  * fds[] up to maxfds.  More descriptors than that, or truncated control
- * data, close all of them and fail with EPROTO.
+ * data, drop all of them and fail with EPROTO.  With no_ctl there is no
+ * room for control data: the kernel drops what came (MSG_CTRUNC), and
+ * so does this with EPROTO.
  */
-static ssize_t recv_some (int fd, void *buf, size_t want, int *fds,
-                          int *nfds, int maxfds, tier_error_t *error)
+static ssize_t recv_some (int fd, void *buf, size_t want, int *fds, int *nfds,
+                          int maxfds, bool no_ctl, const struct dropper *d,
+                          tier_error_t *error)
 {
     union cmsgbuf cb;
     struct iovec iov = { .iov_base = buf, .iov_len = want };
     struct msghdr m = {
         .msg_iov = &iov,
         .msg_iovlen = 1,
-        .msg_control = cb.buf,
-        .msg_controllen = sizeof (cb.buf),
+        .msg_control = no_ctl ? NULL : cb.buf,
+        .msg_controllen = no_ctl ? 0 : sizeof (cb.buf),
     };
     struct cmsghdr *c;
-    bool bad = false;
+    bool bad = false, refused = false;
     ssize_t n;
 
     if ((n = recvmsg (fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC)) < 0)
         return -1;
+    if (no_ctl && (m.msg_flags & MSG_CTRUNC)) {
+        drop_fds (d, fds, nfds);
+        errno = EPROTO;
+        return tier_errprintf (error, "descriptors are not accepted on this "
+                                      "connection now (only with its first "
+                                      "request, and not while earlier ones of "
+                                      "the same user are still being closed)");
+    }
     for (c = CMSG_FIRSTHDR (&m); c; c = CMSG_NXTHDR (&m, c)) {
         const unsigned char *data = CMSG_DATA (c);
         size_t k;
@@ -258,21 +290,28 @@ static ssize_t recv_some (int fd, void *buf, size_t want, int *fds,
             continue;
         k = (c->cmsg_len - CMSG_LEN (0)) / sizeof (int);
         for (size_t i = 0; i < k; i++) {
-            int f;
+            int f, one = 1;
 
             memcpy (&f, data + i * sizeof (int), sizeof (int));
-            if (*nfds < maxfds)
+            if (!refused && d && d->check && d->check (f, d->arg, error) < 0)
+                refused = true;
+            if (*nfds < maxfds && !refused)
                 fds[(*nfds)++] = f;
             else {
-                (void) close (f);
+                drop_fds (d, &f, &one);
                 bad = true;
             }
         }
     }
+    if (refused) {
+        drop_fds (d, fds, nfds);
+        errno = EPROTO;
+        return -1; /* check said why */
+    }
     if (m.msg_flags & MSG_CTRUNC)
         bad = true;
     if (bad) {
-        close_fds (fds, nfds);
+        drop_fds (d, fds, nfds);
         errno = EPROTO;
         return tier_errprintf (error, "more than %d descriptors or truncated "
                                "control data in a message", maxfds);
@@ -289,7 +328,7 @@ static int recv_exact (int fd, char *buf, size_t want, int *fds, int *nfds,
 
     while (got < want) {
         ssize_t n = recv_some (fd, buf + got, want - got, fds, nfds, maxfds,
-                               error);
+                               false, NULL, error);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -396,6 +435,9 @@ int tier_msgreader_read (struct tier_msgreader *r, int fd,
             want = r->hdr.len - r->body_got;
         }
         n = recv_some (fd, dst, want, r->fds, &r->nfds, TIER_MSG_FDS_MAX,
+                       r->no_fds,
+                       &(struct dropper){ r->drop_fd, r->check_fd,
+                                          r->drop_arg },
                        error);
         if (n < 0) {
             if (errno == EINTR)
@@ -469,12 +511,18 @@ int tier_msgreader_take_fds (struct tier_msgreader *r,
 
 void tier_msgreader_reset (struct tier_msgreader *r)
 {
+    struct dropper d = { r->drop_fd, r->check_fd, r->drop_arg };
     int saved = errno;
     uint32_t max = r->max;
+    bool no_fds = r->no_fds;
 
-    close_fds (r->fds, &r->nfds);
+    drop_fds (&d, r->fds, &r->nfds);
     free (r->body);
     tier_msgreader_init (r, max);
+    r->no_fds = no_fds;
+    r->drop_fd = d.fn;
+    r->check_fd = d.check;
+    r->drop_arg = d.arg;
     errno = saved;
 }
 

@@ -101,6 +101,18 @@ struct tier_msgreader {
     int fds[TIER_MSG_FDS_MAX];  /* descriptors received with the message */
     int nfds;
     bool ready;                 /* a whole message is here */
+    /* set by the owner, kept by reset: */
+    bool no_fds; /* read without room for descriptors: the
+                                 * kernel drops any sent (unopened, never
+                                 * closed here) and the message fails
+                                 * with EPROTO */
+    void (*drop_fd) (int fd, void *arg);   /* closes what the reader gives
+                                          * up (NULL: close) */
+    int (*check_fd) (int fd, void *arg,    /* each descriptor as it comes */
+                     tier_error_t *error); /* (NULL: all); one refused is
+                                            * dropped at once and the read
+                                            * fails with EPROTO */
+    void *drop_arg;                        /* for both */
 };
 
 void tier_msgreader_init (struct tier_msgreader *r, uint32_t max);
@@ -134,8 +146,8 @@ char *tier_msgreader_take_body (struct tier_msgreader *r);
 int tier_msgreader_take_fds (struct tier_msgreader *r,
                              int fds[TIER_MSG_FDS_MAX]);
 
-/* Get ready for the next message: frees the body and closes the
- * descriptors that were not taken.  Also clears a partial message.
+/* Get ready for the next message: frees the body and drops (drop_fd)
+ * the descriptors that were not taken.  Also clears a partial message.
  */
 void tier_msgreader_reset (struct tier_msgreader *r);
 

@@ -269,6 +269,7 @@ static void reset (void)
 
     migrate_fini (&A);                  /* its migrators end */
     reap_children ();
+    CHECK (rxfd_wait_idle (5000) == 0); /* descriptors given up, closed */
     store_fresh ();
     empty_dir ("%s/%s", "ns");
     empty_dir ("%s/%s", "shared");

@@ -22,6 +22,16 @@
 #                                            until GOFILE exists; then wait
 #                                            until the agent has closed the
 #                                            rest; print why they closed
+#   rawclient.py SOCKET hostile FILE GOFILE  pass a descriptor of FILE
+#                                            four ways (a replica.open
+#                                            request with 4 copies of
+#                                            it; one byte, then
+#                                            gone; the request again; on
+#                                            a connection's second
+#                                            message), print each reply,
+#                                            then keep the descriptor
+#                                            until GOFILE exists (its own
+#                                            close may hang: FUSE flush)
 #
 # Frame: magic "TIR1", u16 version, u16 type (1 request, 2 response),
 # u32 id, u32 length, host byte order; then the JSON body.
@@ -199,10 +209,52 @@ def hold(path, n, gofile):
         print("reason %s: %d" % (why, reasons[why]))
 
 
+def hostile(path, file, gofile):
+    fd = os.open(file, os.O_RDONLY)
+    body = ('{"op":"replica.open","path":"%s"}' % file).encode()
+    request = HDR.pack(MAGIC, 1, 1, 7, len(body)) + body
+    ping = b'{"op":"ping"}'
+    ping = HDR.pack(MAGIC, 1, 1, 8, len(ping)) + ping
+
+    def show(what, s):
+        try:
+            r = read_reply(s)
+        except socket.timeout:
+            print("%s: timeout" % what, flush=True)
+            return
+        print("%s: %s" % (what, r[3] if r else "closed"), flush=True)
+
+    s = connect(path)
+    socket.send_fds(s, [request], [fd] * 4)     # four, each closed alone
+    show("open", s)
+    s.close()
+    s = connect(path)
+    socket.send_fds(s, [b"T"], [fd])
+    s.close()
+    print("byte: sent", flush=True)
+    s = connect(path)
+    socket.send_fds(s, [request], [fd])
+    show("again", s)
+    s.close()
+    s = connect(path)
+    s.sendall(ping)
+    show("first", s)
+    socket.send_fds(s, [request], [fd])
+    show("later", s)
+    s.close()
+    print("done", flush=True)
+    while not os.path.exists(gofile):
+        time.sleep(0.2)
+    os._exit(0)
+
+
 def main():
     path, what = sys.argv[1], sys.argv[2]
     if what == "hold":
         hold(path, int(sys.argv[3]), sys.argv[4])
+        return
+    if what == "hostile":
+        hostile(path, sys.argv[3], sys.argv[4])
         return
     s = connect(path)
     if what == "flood":
