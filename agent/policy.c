@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/units.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/paths.h"
@@ -605,7 +606,7 @@ int policy_job_pipeline (struct agent *a, const struct store_job *job,
         memcpy (out + o, item, n);
         o += n;
         out[o] = '\0';
-        *reserve += psize;
+        *reserve = tier_size_add (*reserve, psize);
     }
     rc = 0;
 out:

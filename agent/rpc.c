@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/units.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/state.h"
@@ -207,7 +208,7 @@ static int reserved_cb (const struct store_job *j, void *arg)
     struct reserved_ctx *rc = arg;
 
     if (j->state == STORE_JOB_RUNNING && j->job_id != rc->except)
-        rc->sum += j->reserved;
+        rc->sum = tier_size_add (rc->sum, j->reserved);
     return 0;
 }
 
@@ -228,7 +229,7 @@ static int reserve_scratch (struct agent *a, struct store_job *job,
     }
     if (store_job_foreach (a->store, reserved_cb, &rc, &error) < 0)
         return -1;
-    if (rc.sum + want > cap) {
+    if (want > cap || rc.sum > cap - want) {
         (void) snprintf (why, size, "the NVDIMM tier of node %s cannot "
                          "reserve %llu MiB (%llu of %llu MiB are reserved)",
                          a->node, (unsigned long long) (want >> 20),
@@ -337,6 +338,18 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
 
     if (register_parse (a, req, &job, &want, error) < 0)
         return NULL;
+    /* a step's restart count from its environment, which its user sets:
+     * the job's run on this node, if one is running, is the one (a
+     * forged count must not make a second record and reservation) */
+    if (json_is_true (json_object_get (req, "restart_from_env"))
+        && store_job_latest (a->store, job.job_id, &old, &e2) == 0
+        && old.state == STORE_JOB_RUNNING && old.restart != job.restart) {
+        tier_log (LOG_NOTICE,
+                  "job %u: a step claimed restart %u; it is "
+                  "counted in the run on this node, %u",
+                  job.job_id, job.restart, old.restart);
+        job.restart = old.restart;
+    }
     if (store_job_get (a->store, job.job_id, job.restart, &old, &e2) == 0
         && old.state == STORE_JOB_RUNNING) {
         job.registered = old.registered;
@@ -376,13 +389,12 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
     if (job.scratch_denied && !why[0])
         (void) snprintf (why, sizeof (why), "the NVDIMM tier of node %s "
                          "could not reserve the job's scratch", a->node);
-    res = json_pack ("{s:I s:I s:s s:b s:b s:s}",
-                     "job_id", (json_int_t) job.job_id,
-                     "batch_id", (json_int_t) job.batch_id,
-                     "node", a->node,
-                     "enabled", !a->disabled && a->conf->enabled,
-                     "scratch_ok", !job.scratch_denied,
-                     "scratch_error", why);
+    res = json_pack ("{s:I s:I s:I s:s s:b s:b s:s}", "job_id",
+                     (json_int_t) job.job_id, "restart",
+                     (json_int_t) job.restart, "batch_id",
+                     (json_int_t) job.batch_id, "node", a->node, "enabled",
+                     !a->disabled && a->conf->enabled, "scratch_ok",
+                     !job.scratch_denied, "scratch_error", why);
     if (res && have_scratch) {
         json_object_set_new (res, "scratch", json_string (scratch));
         if (refused[0])

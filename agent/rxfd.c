@@ -296,6 +296,7 @@ int rxfd_check (pid_t peer, int fd, tier_error_t *error)
     const char *sep, *fstype, *super;
     size_t flen = 0, slen = 0;
     int id = mount_id_of (fd);
+    bool fuse;
     long owner;
 
     if (id < 0) {
@@ -324,10 +325,11 @@ int rxfd_check (pid_t peer, int fd, tier_error_t *error)
                                "outside the client's mounts (mount %d)",
                                id);
     }
-    owner = is_fuse (fstype, flen) ? fuse_owner (super, slen) : 0;
-    free (info);
+    fuse = is_fuse (fstype, flen);
+    owner = fuse ? fuse_owner (super, slen) : 0;
+    free (info); /* fstype and super were in it */
     /* in another user namespace, its root's FUSE mounts say user_id=0 */
-    if (owner != 0 || (is_fuse (fstype, flen) && !same_userns (peer))) {
+    if (owner != 0 || (fuse && !same_userns (peer))) {
         errno = EPERM;
         return tier_errprintf (error,
                                "the descriptor is on a FUSE file "

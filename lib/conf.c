@@ -76,6 +76,7 @@ static const struct conf_key keys[] = {
     { "StageInTimeout", CONF_SEC, OFF (stage_in_timeout), 0 },
     { "StageOutTimeout", CONF_SEC, OFF (stage_out_timeout), 0 },
     { "StallTimeout", CONF_SEC, OFF (stall_timeout), 0 },
+    { "KeepTimeout", CONF_SEC, OFF (keep_timeout), 0 },
     { "MetricsFile", CONF_PATH_EMPTY, OFF (metrics_file), 0 },
     { "SitePolicyDir", CONF_PATH_EMPTY, OFF (site_policy_dir), 0 },
     { "EndpointCAFile", CONF_PATH_EMPTY, OFF (endpoint_ca_file), 0 },
@@ -153,6 +154,7 @@ struct tier_conf *tier_conf_create (const char *node)
     conf->stage_in_timeout = 1800;
     conf->stage_out_timeout = 600;
     conf->stall_timeout = 300;
+    conf->keep_timeout = 300;
     conf->bb_lock_stale = 30;
     conf->gfs_streams = 4;
     conf->clients_per_user = 64;

@@ -58,6 +58,9 @@ struct tier_conf {
     uint64_t stage_in_timeout;  /* StageInTimeout (s): tasks wait this long */
     uint64_t stage_out_timeout; /* StageOutTimeout (s): the epilog waits this
                                  * long for outputs to reach the GFS */
+    uint64_t keep_timeout;      /* KeepTimeout (s): the epilog's keep copy
+                                 * of each scratch directory is killed
+                                 * past this */
     uint64_t stall_timeout;     /* StallTimeout (s): a stage-in copier or a
                                  * replica fetcher that moved no data this
                                  * long is abandoned (0: never) */

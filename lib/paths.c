@@ -311,6 +311,10 @@ int tier_item_split (const char *item, char *dir, size_t dirsize,
                 }
                 len = (size_t) (c - item);
             }
+            else if (errno == ERANGE) {
+                errno = EOVERFLOW; /* a size, larger than any */
+                return -1;
+            }
         }
     }
     for (size_t i = 0; i < len; i++) {

@@ -70,7 +70,7 @@ int tier_list_escape (const char *in, char *out, size_t size);
  * follows is part of the name, as in "/gfs/y:/root"), and WHEN (never,
  * on-failure, always; "" when not given) into keep when not NULL.
  * Returns 0, or -1 with errno: EINVAL (an unknown WHEN), ERANGE (a zero
- * size), ENAMETOOLONG.
+ * size), EOVERFLOW (a size over TIER_SIZE_MAX), ENAMETOOLONG.
  */
 int tier_item_split (const char *item, char *dir, size_t dirsize,
                      uint64_t *size, char *keep, size_t keepsize);

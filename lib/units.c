@@ -60,7 +60,7 @@ int tier_size_parse (const char *s, uint64_t *bytes)
         s++;
     if (*s != '\0')
         goto inval;
-    if (n > UINT64_MAX / mult) {
+    if (n > TIER_SIZE_MAX / mult) {
         errno = ERANGE;
         return -1;
     }
@@ -69,6 +69,13 @@ int tier_size_parse (const char *s, uint64_t *bytes)
 inval:
     errno = EINVAL;
     return -1;
+}
+
+uint64_t tier_size_add (uint64_t a, uint64_t b)
+{
+    if (a > TIER_SIZE_MAX || b > TIER_SIZE_MAX - a)
+        return TIER_SIZE_MAX;
+    return a + b;
 }
 
 int tier_duration_parse (const char *s, uint64_t *seconds)

@@ -996,10 +996,13 @@ static int add_items (struct tier_policy_set *set, const char *list,
                 int e = errno;
                 errno = EINVAL;
                 return tier_errprintf (error, "%s: '%s': %s", option, raw,
-                                       e == ERANGE ? "a zero size"
-                                       : e == EINVAL ? "keep= is not one "
-                                       "of never, on-failure, always"
-                                       : "too long");
+                                       e == ERANGE      ? "a zero size"
+                                       : e == EOVERFLOW ? "a size larger "
+                                                          "than 8 EiB"
+                                       : e == EINVAL
+                                           ? "keep= is not one "
+                                             "of never, on-failure, always"
+                                           : "too long");
             }
             if (when[0])
                 k = enum_parse (keep_names, when);

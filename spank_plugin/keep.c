@@ -21,14 +21,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <slurm/spank.h>
 
+#include "lib/clock.h"
 #include "lib/copy.h"
 #include "lib/jobns.h"
 #include "keep.h"
@@ -178,6 +182,64 @@ out:
     _exit (e.text[0] ? 1 : 0);
 }
 
+/* The report of the keep child pid on fd, within timeout_s: the child
+ * runs as the job's user, who may stop it (SIGSTOP) or make it slow, so
+ * one that is stopped or past its time is killed, and one that does not
+ * end even then (a GFS request that never returns) is left behind.
+ * Returns the bytes read (sizeof *r when whole); why says what went
+ * wrong ("" if nothing).
+ */
+static ssize_t wait_report (pid_t pid, int fd, struct child_report *r,
+                            uint64_t timeout_s, char *why, size_t size)
+{
+    int64_t now = tier_now_ms ();
+    int64_t deadline = now + (int64_t) timeout_s * 1000, killed = 0;
+    ssize_t got = 0, n;
+    bool eof = false, reaped = false;
+    int status;
+
+    why[0] = '\0';
+    while (!reaped) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+
+        if (!eof && poll (&p, 1, 200) > 0) {
+            n = read (fd, (char *) r + got, sizeof (*r) - (size_t) got);
+            if (n > 0)
+                got += n;
+            else if (n == 0 || errno != EINTR)
+                eof = true;
+        }
+        else if (eof) {
+            struct timespec ts = { 0, 100 * 1000 * 1000 };
+            nanosleep (&ts, NULL);
+        }
+        pid_t w = waitpid (pid, &status, WNOHANG | WUNTRACED);
+        if (w == pid && WIFSTOPPED (status) && !killed) {
+            (void) snprintf (why, size,
+                             "the copy was stopped (signal %d, "
+                             "from outside) and is killed",
+                             WSTOPSIG (status));
+            (void) kill (pid, SIGKILL);
+            killed = tier_now_ms ();
+        }
+        else if (w == pid || (w < 0 && errno == ECHILD))
+            reaped = true;
+        now = tier_now_ms ();
+        if (!killed && now >= deadline) {
+            (void) snprintf (why, size,
+                             "the copy ran past KeepTimeout "
+                             "(%llus) and is killed",
+                             (unsigned long long) timeout_s);
+            (void) kill (pid, SIGKILL);
+            killed = now;
+        }
+        /* killed but not ending: stuck in the kernel; left behind */
+        if (killed && now - killed > 5000)
+            break;
+    }
+    return got;
+}
+
 bool keep_item (enum tier_keep item, enum tier_keep dflt, int failed, bool *ask)
 {
     enum tier_keep k = item != TIER_KEEP_UNSET ? item : dflt;
@@ -238,7 +300,8 @@ int keep_scratch_finish (spank_t sp, const struct tier_conf *conf,
         enum tier_keep ik;
         uint64_t size;
         tier_error_t e;
-        int pfd[2], status;
+        char why[128];
+        int pfd[2];
         ssize_t n;
         pid_t pid;
         bool keep, ask;
@@ -265,11 +328,17 @@ int keep_scratch_finish (spank_t sp, const struct tier_conf *conf,
         }
         close (pfd[1]);
         memset (&r, 0, sizeof (r));
-        n = read (pfd[0], &r, sizeof (r));
+        n = wait_report (pid, pfd[0], &r, conf->keep_timeout, why,
+                         sizeof (why));
         close (pfd[0]);
-        while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
-            ;
-        if (n == (ssize_t) sizeof (r)) {
+        if (why[0]) {
+            tier_errprintf (error,
+                            "keeping %s: %s; what it copied stays in "
+                            "%s/.tier-kept/",
+                            dir, why, dir);
+            rc = -1;
+        }
+        else if (n == (ssize_t) sizeof (r)) {
             st->files += r.st.files;
             st->bytes += r.st.bytes;
             st->copyups += r.st.copyups;

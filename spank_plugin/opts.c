@@ -225,6 +225,13 @@ int opts_split_item (const char *item, char *dir, size_t dirsize,
             errno = EINVAL;
             return tier_errprintf (error, "size must be more than 0");
         }
+        if (errno == EOVERFLOW) {
+            errno = EINVAL;
+            return tier_errprintf (error,
+                                   "'%s': the size is larger than "
+                                   "8 EiB",
+                                   clip (item, b, sizeof (b)));
+        }
         if (errno == EINVAL)
             return tier_errprintf (error, "'%s': keep= is not one of never, "
                                    "on-failure, always",

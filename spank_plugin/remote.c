@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <slurm/spank.h>
 
+#include "lib/units.h"
 #include "lib/conf.h"
 #include "lib/jobns.h"
 #include "lib/paths.h"
@@ -97,7 +98,7 @@ static uint64_t scratch_reserve (void)
 
     while ((p = opts_next_item (p, item, sizeof (item))))
         if (opts_split_size (item, dir, sizeof (dir), &size, &e) == 0)
-            sum += size;
+            sum = tier_size_add (sum, size);
     return sum;
 }
 
@@ -107,18 +108,25 @@ static int get_u32 (spank_t sp, spank_item_t item, uint32_t *v)
 }
 
 /* The restart count distinguishes a requeued job.  An srun step finds it
- * in the job's environment, which the user could set: a false value only
- * confuses that user's own record.  The batch step's environment gets it
- * only after this: slurmctld tells (one RPC per batch job).
+ * in the job's environment, which the user could set (*from_env): the
+ * agent then takes the job's running record on the node instead, if it
+ * has one, so a forged count makes no second record.  The batch step's
+ * environment gets it only after this: slurmctld tells (one RPC per
+ * batch job).
  */
-static uint32_t job_restart (spank_t sp, uint32_t job_id)
+static uint32_t job_restart (spank_t sp, uint32_t job_id, bool *from_env)
 {
     char rbuf[32];
     uint32_t step = 0;
 
+    if (from_env)
+        *from_env = false;
     if (spank_getenv (sp, "SLURM_RESTART_COUNT", rbuf, sizeof (rbuf))
-        == ESPANK_SUCCESS)
+        == ESPANK_SUCCESS) {
+        if (from_env)
+            *from_env = true;
         return (uint32_t) strtoul (rbuf, NULL, 10);
+    }
     if (get_u32 (sp, S_JOB_STEPID, &step) == 0
         && step == 0xfffffffbU)     /* the batch step */
         return tier_job_restarts (job_id);
@@ -158,6 +166,7 @@ static int job_ids (spank_t sp, struct tier_cred *cred, uint32_t *task_id,
 
 /* The job.register request into body. */
 static int register_request (char *body, size_t size, uint32_t task_id,
+                             bool restart_from_env,
                              const struct tier_cred *cred, const char *user,
                              tier_error_t *error)
 {
@@ -167,6 +176,8 @@ static int register_request (char *body, size_t size, uint32_t task_id,
     tier_jw_str (&w, "op", "job.register");
     tier_jw_uint (&w, "job_id", tier.job_id);
     tier_jw_uint (&w, "restart", tier.restart);
+    if (restart_from_env)
+        tier_jw_bool (&w, "restart_from_env", true);
     tier_jw_uint (&w, "batch_id", tier.batch_id);
     tier_jw_uint (&w, "array_task_id", tier.is_array ? task_id : NO_VAL32);
     tier_jw_uint (&w, "uid", cred->uid);
@@ -213,6 +224,13 @@ static void take_reply (const char *reply)
                    == 0))
         (void) snprintf (tier.opts.scratch, sizeof (tier.opts.scratch), "%s",
                          scratch);
+    {
+        /* the run the agent counts this step in (see job_restart) */
+        int64_t r;
+        if (tier_jr_get_int (reply, len, "restart", &r) == 0 && r >= 0
+            && r <= (int64_t) UINT32_MAX)
+            tier.restart = (uint32_t) r;
+    }
     reply_str (reply, len, "refused", tier.refused, sizeof (tier.refused));
     /* the batch directories of the frozen set (policies and
      * --tier-batch): the interposer redirects opens under them */
@@ -240,17 +258,17 @@ static int register_job (spank_t sp, tier_error_t *error)
     struct passwd pw, *pwp = NULL;
     char pwbuf[4096];
     char *reply = NULL;
-    bool enabled = true;
+    bool enabled = true, from_env;
 
     if (job_ids (sp, &cred, &task_id, error) < 0)
         return -1;
-    restart = job_restart (sp, tier.job_id);
+    restart = job_restart (sp, tier.job_id, &from_env);
     if (getpwuid_r (cred.uid, &pw, pwbuf, sizeof (pwbuf), &pwp) != 0 || !pwp)
         return tier_errprintf (error, "uid %u has no passwd entry",
                                (unsigned) cred.uid);
     tier.restart = restart;
-    if (register_request (body, sizeof (body), task_id, &cred, pw.pw_name,
-                          error)
+    if (register_request (body, sizeof (body), task_id, from_env, &cred,
+                          pw.pw_name, error)
         < 0)
         return -1;
     if (spawn_call_sure (tier.conf, tier.conf_path, tier.job_id, "registration",
@@ -404,7 +422,7 @@ static void ns_join_existing (spank_t sp)
         || !tier_ns_marked (base, job_id, TIER_NS_READY)
         || tier_ns_marked (base, job_id, TIER_NS_FAILED)
         || tier_ns_read (base, job_id, TIER_NS_RESTART, r, sizeof (r)) < 0
-        || strtoul (r, NULL, 10) != job_restart (sp, job_id))
+        || strtoul (r, NULL, 10) != job_restart (sp, job_id, NULL))
         return;
     tier.job_id = job_id;
     tier.restart = (uint32_t) strtoul (r, NULL, 10);

@@ -12,6 +12,7 @@
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
@@ -578,22 +579,66 @@ static void sync_outputs_end (const struct tier_conf *conf, uint32_t job_id)
  * ended (starting it if it died: it then reconciles what it missed).
  * Always returns 0.
  */
+/* A job whose batch script has no --tier option (with the plugstack
+ * default off) may still have used tier on this node through its srun
+ * steps, whose options the epilog never sees: what they left says so. */
+static bool job_left_traces (const struct tier_conf *conf, uint32_t job_id)
+{
+    char prefix[32], path[PATH_MAX];
+    struct dirent *de;
+    bool found = false;
+    DIR *d;
+
+    if (tier_ns_exists (conf->namespace_dir, job_id))
+        return true;
+    (void) snprintf (prefix, sizeof (prefix), "%u.", job_id);
+    if (!conf->nvdimm_dir[0]
+        || snprintf (path, sizeof (path), "%s/.outbox", conf->nvdimm_dir)
+               >= (int) sizeof (path)
+        || !(d = opendir (path)))
+        return false;
+    while (!found && (de = readdir (d)))
+        found = !strncmp (de->d_name, prefix, strlen (prefix));
+    closedir (d);
+    return found;
+}
+
+/* Such a job may also be registered with no trace on disk (its steps
+ * used only the replica cache): end its record, if the node's agent
+ * runs and has one; never start an agent for it, never wait long. */
+static void end_quietly (const struct tier_conf *conf, uint32_t job_id)
+{
+    char body[64], *reply = NULL;
+    tier_error_t e;
+
+    (void) snprintf (body, sizeof (body), "{\"op\":\"job.end\",\"job_id\":%u}",
+                     job_id);
+    (void) spawn_call (conf, body, &reply, 2000, &e);
+    free (reply);
+}
+
 int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
 {
     tier_error_t error;
     struct tier_conf *conf;
     uint32_t job_id = 0;
     char body[512], *reply = NULL;
+    bool wanted;
 
     if (args_parse (ac, av, &tier.args, &error) < 0)
         return 0;
     getopt_all (sp);
-    if (tier_effective_mode () == TIER_CACHE_OFF)
-        return 0;
+    wanted = tier_effective_mode () != TIER_CACHE_OFF;
     if (spank_get_item (sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS)
         return 0;
     if (!(conf = remote_load_conf (&error))) {
-        slurm_error ("tier: epilog: %s", error.text);
+        if (wanted)
+            slurm_error ("tier: epilog: %s", error.text);
+        return 0;
+    }
+    if (!wanted && !job_left_traces (conf, job_id)) {
+        end_quietly (conf, job_id);
+        tier_conf_destroy (conf);
         return 0;
     }
     /* what the job left in scratch; kept on the GFS if asked */

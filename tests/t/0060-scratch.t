@@ -164,6 +164,16 @@ test_expect_success 'a reservation larger than the node'"'"'s tier: the job runs
     cat $TRASH/big.err && test "$(cat $TRASH/big)" = 0 &&
     grep -q "cannot reserve 65536 MiB" $TRASH/big.err
 '
+# Sizes that add up past 2^63 (and once wrapped to a tiny sum) saturate
+# at 8 EiB: refused like any reservation too large for the node.
+test_expect_success 'sizes whose sum overflows are refused, never wrapped to a small reservation' '
+    as_alice mkdir -p $P/ov1 $P/ov2 &&
+    as_alice srun -w n3 --tier-scratch=$P/ov1:4096P,$P/ov2:4096P sh -c "grep -c \" - overlay \" /proc/self/mountinfo || true" >$TRASH/ov 2>$TRASH/ov.err &&
+    cat $TRASH/ov.err && test "$(cat $TRASH/ov)" = 0 &&
+    grep -q "cannot reserve 8796093022207 MiB" $TRASH/ov.err &&
+    ! as_alice srun -w n3 --tier-scratch=$P/ov1:8192P true 2>$TRASH/ov2.err &&
+    cat $TRASH/ov2.err && grep -q "ov1:8192P.: the size is larger than 8 EiB" $TRASH/ov2.err
+'
 test_expect_success 'required turns a refused reservation into a clean failure' '
     ! as_alice srun -w n3 --tier-cache=required --tier-scratch=$P/runs:64G true 2>$TRASH/rq.err &&
     cat $TRASH/rq.err && grep -q "required: the NVDIMM tier of node n3 cannot reserve" $TRASH/rq.err && no_drain

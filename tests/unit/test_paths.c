@@ -203,6 +203,16 @@ static void test_list_escape (void **state)
         assert_string_equal (dir, names[i]);
     }
     assert_int_equal (i, sizeof (names) / sizeof (names[0]));
+    /* a size past 8 EiB is an error, not part of the name */
+    errno = 0;
+    assert_int_equal (tier_item_split ("/gfs/d:8192P", dir, sizeof (dir), &size,
+                                       NULL, 0),
+                      -1);
+    assert_int_equal (errno, EOVERFLOW);
+    assert_int_equal (tier_item_split ("/gfs/d\\:8192P", dir, sizeof (dir),
+                                       &size, NULL, 0),
+                      0);
+    assert_string_equal (dir, "/gfs/d:8192P");
     assert_int_equal (tier_list_escape ("/a,b", esc, 5), -1);
     assert_int_equal (errno, ENAMETOOLONG);
 }

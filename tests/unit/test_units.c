@@ -39,7 +39,28 @@ static void test_size (void **state)
     assert_int_equal (errno, ERANGE);
     assert_int_equal (tier_size_parse ("17000000P", &v), -1);
     assert_int_equal (errno, ERANGE);
+    /* 8 EiB would not fit a JSON integer: the most is 8 EiB - 1 */
+    errno = 0;
+    assert_int_equal (tier_size_parse ("8192P", &v), -1);
+    assert_int_equal (errno, ERANGE);
+    assert_int_equal (tier_size_parse ("9223372036854775807", &v), 0);
+    assert_true (v == TIER_SIZE_MAX);
+    assert_int_equal (tier_size_parse ("9223372036854775808", &v), -1);
     assert_int_equal (tier_size_parse (NULL, &v), -1);
+}
+
+/* Sums of sizes saturate, never wrap (4096P + 4096P used to be 2^63, a
+ * negative JSON integer; 8192P + 8192P wrapped to 0, an unlimited
+ * scratch reserving nothing). */
+static void test_size_add (void **state)
+{
+    (void) state;
+    assert_true (tier_size_add (1, 2) == 3);
+    assert_true (tier_size_add (4096ULL << 50, 4096ULL << 50) == TIER_SIZE_MAX);
+    assert_true (tier_size_add (TIER_SIZE_MAX, 1) == TIER_SIZE_MAX);
+    assert_true (tier_size_add (UINT64_MAX, 0) == TIER_SIZE_MAX);
+    assert_true (tier_size_add (0, UINT64_MAX) == TIER_SIZE_MAX);
+    assert_true (tier_size_add (TIER_SIZE_MAX - 1, 1) == TIER_SIZE_MAX);
 }
 
 static void test_duration (void **state)
@@ -85,6 +106,7 @@ int main (void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (test_size),
+        cmocka_unit_test (test_size_add),
         cmocka_unit_test (test_duration),
         cmocka_unit_test (test_size_format),
     };

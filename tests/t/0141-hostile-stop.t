@@ -1,0 +1,94 @@
+#!/bin/bash
+# 0141-hostile-stop.t - a user who stops a helper running as them (kill
+# -STOP from another job or a login shell) delays only their own work,
+# and only for a bounded time.
+#
+# The epilog's keep copy (--tier-keep) runs as the job's user: stopped,
+# it is killed at once and the job ends (before, the epilog waited for
+# it for ever: the job stayed COMPLETING, and with PrologEpilogTimeout
+# the node drained); slow, it is killed at KeepTimeout.  And a forged
+# restart count in a step's environment changes nothing but a log line.
+test_description='hostile users: a stopped or endless keep copy does not hold the job or the node'
+. "$(dirname "$0")/../lib/tap.sh"
+. "$TIER_SRCDIR/tests/lib/cluster.sh"
+
+test_have_prereq ROOT,SLURM,FUSE,USERS || skip_all "needs root, Slurm, FUSE and users"
+test_expect_success 'start the cluster (GFS at 20 MiB/s)' '
+    cluster_start --gfs-opts bandwidth=20M
+'
+[ -n "${CLUSTER:-}" ] || bail_out "no cluster"
+H=$GFS/home/alice
+CONF=$CLUSTER/etc/tier.conf
+SLOG=$CLUSTER/log/slurmd-n1.log
+as_user alice mkdir -p $H/kscr $H/kout
+
+# the keep copy, once the job is COMPLETING (its own processes are gone,
+# the epilog runs): alice's process whose parent is root's
+keep_child () {
+    ps -o pid=,ppid= -u alice | while read -r p pp; do
+        [ "$(stat -c %u /proc/$pp 2>/dev/null)" = 0 ] && echo $p
+    done | head -1
+}
+completing () { test "$(job_state $1)" = COMPLETING; }
+has_keep_child () { completing $1 && test -n "$(keep_child)"; }
+keep_job () {
+    (cd $H && as_user alice sbatch --parsable -w n1 --tier-scratch=$H/kscr \
+        --tier-keep=always -o $H/kout/$1.out --wrap "head -c 100M /dev/urandom > $H/kscr/big")
+}
+
+test_expect_success 'alice stops her keep copy: it is killed, the job ends COMPLETED' '
+    id=$(keep_job stop) && wait_for 60 has_keep_child $id && kp=$(keep_child) &&
+    echo "keep copy $kp" && kill -STOP $kp &&
+    wait_for 30 job_done $id && job_state $id && test "$(job_state $id)" = COMPLETED &&
+    grep "epilog of job $id: keeping $H/kscr: the copy was stopped (signal 19, from outside) and is killed" $SLOG &&
+    wait_for 10 test ! -d /proc/$kp
+'
+test_expect_success 'a keep copy past KeepTimeout is killed, and says so' '
+    echo "KeepTimeout = 2s" >>$CONF &&
+    id=$(keep_job slow) && wait_for 60 has_keep_child $id && kp=$(keep_child) &&
+    wait_for 30 job_done $id && test "$(job_state $id)" = COMPLETED &&
+    grep "epilog of job $id: keeping $H/kscr: the copy ran past KeepTimeout (2s) and is killed" $SLOG &&
+    wait_for 10 test ! -d /proc/$kp
+'
+# M2: a step's SLURM_RESTART_COUNT is the user's to set.  Forged counts
+# once made a running record (and a scratch reservation) each, of which
+# job end closed only the newest: the rest stayed running for ever.
+TIERCTL="$CLUSTER/lib/tierctl -c $CONF"
+records_of () {
+    $TIERCTL -N $1 jobs >$TRASH/jobs.$1 2>&1; cat $TRASH/jobs.$1
+    awk -v j="$2" '$1 == j' $TRASH/jobs.$1 >$TRASH/rec.$2
+}
+test_expect_success 'forged restart counts make no second record, and the job end leaves none running' '
+    as_user alice mkdir -p $H/fscr &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-scratch=$H/fscr:64M -o $H/kout/forge.out \
+        --wrap "for r in 7 8 9; do SLURM_RESTART_COUNT=\$r srun --tier-scratch=$H/fscr:64M true; done") &&
+    wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED && cat $H/kout/forge.out &&
+    grep "job $id: a step claimed restart 7; it is counted in the run on this node, 0" $CLUSTER/log/tierd-n2.log &&
+    records_of n2 $id && test "$(wc -l <$TRASH/rec.$id)" = 1 &&
+    grep -q " ended " $TRASH/rec.$id
+'
+# M1: with the plugstack default off, a job whose batch script has no
+# --tier option but whose srun steps do: the epilog (which sees only the
+# batch script's options) did nothing -- namespace, scratch, reservation
+# and record stayed.  It now goes by what the steps left on the node.
+PLUG=$CLUSTER/etc/plugstack.conf
+as_user alice mkdir -p $H/m1scr
+cat >$H/m1.sh <<EOF2
+#!/bin/bash
+srun --tier-scratch=$H/m1scr:32M sh -c 'echo x > $H/m1scr/f; grep -c " - overlay " /proc/self/mountinfo'
+EOF2
+chmod 755 $H/m1.sh && chown alice $H/m1.sh
+test_at_exit "cp $TRASH/plugstack.saved $PLUG && $TIER_CLUSTER_CMD restart-slurmd $CLUSTER n3"
+test_expect_success 'default off, tier only in srun steps: the job end cleans up its namespace and record' '
+    cp $PLUG $TRASH/plugstack.saved && sed -i "s/\$/ default=off/" $PLUG &&
+    $TIER_CLUSTER_CMD restart-slurmd $CLUSTER n3 >/dev/null &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n3 -o $H/kout/m1.out $H/m1.sh) &&
+    wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED &&
+    cat $H/kout/m1.out && test "$(cat $H/kout/m1.out)" -ge 1 &&
+    { wait_for 20 test ! -e $CLUSTER/run/ns/n3/$id || { ls -la $CLUSTER/run/ns/n3/$id; false; }; } &&
+    records_of n3 $id && grep -q " ended " $TRASH/rec.$id &&
+    ! grep -q " running " $TRASH/rec.$id &&
+    cp $TRASH/plugstack.saved $PLUG && $TIER_CLUSTER_CMD restart-slurmd $CLUSTER n3 >/dev/null
+'
+test_expect_success 'no node was drained' 'no_drain'
+test_done
