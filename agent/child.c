@@ -297,7 +297,7 @@ static void signal_child (struct child *c, int sig)
         (void) kill (c->pid, sig);
 }
 
-/* Killed by child.c (why: ETIMEDOUT or ESTALE). */
+/* Killed by child.c (why: ETIMEDOUT, ESTALE, or ECANCELED: stopped). */
 static void kill_for (struct child *c, int why)
 {
     c->why = why;
@@ -453,6 +453,25 @@ bool child_reaped (struct agent *a, pid_t pid, int status)
     }
     child_free (c);
     return true;
+}
+
+bool child_stopped (struct agent *a, pid_t pid, int sig)
+{
+    (void) a;
+    for (int i = 0; i < CHILD_MAX; i++) {
+        struct child *c = slots[i];
+        if (!c || c->pid != pid)
+            continue;
+        if (!c->killed_ms) {
+            tier_log (LOG_WARNING,
+                      "%s %d was stopped (signal %d, from "
+                      "outside); killed",
+                      c->spec.name, (int) pid, sig);
+            kill_for (c, ECANCELED);
+        }
+        return true;
+    }
+    return false;
 }
 
 /* Keep the pid of c, which does not end, in gone[] (the oldest is

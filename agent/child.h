@@ -33,7 +33,7 @@
  * spec->on_done with its wait status.  child_tick enforces spec->deadline_ms
  * (the whole run) and spec->stall_ms (the progress watchdog: no message
  * for that long); either kills the child with SIGKILL (by its pidfd), and
- * on_done sees why (child_why: ETIMEDOUT or ESTALE).
+ * on_done sees why (child_why: ETIMEDOUT, ESTALE, or ECANCELED: stopped).
  *
  * A killed child that has not ended a second later sleeps in the kernel
  * where SIGKILL waits too (D state: a request of a FUSE or network file
@@ -153,6 +153,14 @@ void child_orphan (struct child *c);
 /* The loop's hooks (server.c). */
 void child_event (struct agent *a, int slot, uint32_t events);
 bool child_reaped (struct agent *a, pid_t pid, int status);
+
+/* server.c: child pid was stopped (waitpid WUNTRACED: SIGSTOP and the
+ * like, from outside -- a child running as a user can be stopped by that
+ * user): killed at once (child_why ECANCELED), so that what it holds (a
+ * GFS stream, a job's outputs) comes back now, not after StallTimeout;
+ * its owner sees it end as any killed child.  False if it is none of
+ * child.c's. */
+bool child_stopped (struct agent *a, pid_t pid, int sig);
 void child_tick (struct agent *a);
 /* Children still running (for tests and tierctl status), and those
  * abandoned and not yet ended. */

@@ -519,8 +519,11 @@ static void reap_children (struct agent *a)
     pid_t pid;
     int status;
 
-    while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
-        (void) child_reaped (a, pid, status);
+    while ((pid = waitpid (-1, &status, WNOHANG | WUNTRACED)) > 0)
+        if (WIFSTOPPED (status))
+            (void) child_stopped (a, pid, WSTOPSIG (status));
+        else
+            (void) child_reaped (a, pid, status);
 }
 
 static void do_signal (struct agent *a)

@@ -24,9 +24,21 @@ as_user alice mkdir -p $H/kscr $H/kout
 
 # the keep copy, once the job is COMPLETING (its own processes are gone,
 # the epilog runs): alice's process whose parent is root's
+# (under this cluster's slurmd of n1: other scripts' clusters run alice's
+# jobs too)
+ppid_of () { sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d" " -f2; }
+descends () {
+    _p=$1
+    while [ -n "$_p" ] && [ "$_p" -gt 1 ]; do
+        [ "$_p" = "$2" ] && return 0
+        _p=$(ppid_of $_p)
+    done
+    return 1
+}
 keep_child () {
+    _sd=$(cat $CLUSTER/run/slurmd-n1.pid)
     ps -o pid=,ppid= -u alice | while read -r p pp; do
-        [ "$(stat -c %u /proc/$pp 2>/dev/null)" = 0 ] && echo $p
+        [ "$(stat -c %u /proc/$pp 2>/dev/null)" = 0 ] && descends $p $_sd && echo $p
     done | head -1
 }
 completing () { test "$(job_state $1)" = COMPLETING; }
@@ -39,7 +51,7 @@ keep_job () {
 test_expect_success 'alice stops her keep copy: it is killed, the job ends COMPLETED' '
     id=$(keep_job stop) && wait_for 60 has_keep_child $id && kp=$(keep_child) &&
     echo "keep copy $kp" && kill -STOP $kp &&
-    wait_for 30 job_done $id && job_state $id && test "$(job_state $id)" = COMPLETED &&
+    wait_for 30 job_done $id && test "$(job_state $id)" = COMPLETED &&
     grep "epilog of job $id: keeping $H/kscr: the copy was stopped (signal 19, from outside) and is killed" $SLOG &&
     wait_for 10 test ! -d /proc/$kp
 '
@@ -67,6 +79,34 @@ test_expect_success 'forged restart counts make no second record, and the job en
     records_of n2 $id && test "$(wc -l <$TRASH/rec.$id)" = 1 &&
     grep -q " ended " $TRASH/rec.$id
 '
+# H3: a GFS stream is held by a worker that runs as its user.  bob
+# stops his own migrator while it holds the node's only stream: it is
+# killed at once (not after StallTimeout), the stream goes to alice's
+# stage-out, and bob's migration starts again and publishes.
+LOG2=$CLUSTER/log/tierd-n2.log
+HB=$GFS/home/bob
+as_user bob mkdir -p $HB/sout
+bob_migrator () {
+    ps -o pid=,user=,comm= --ppid "$(agent_pid n2)" | awk '$2 == "bob" && $3 == "tierd-mig" { print $1; exit }'
+}
+stream_held () { $TIERCTL -N n2 status | grep -q "GFS streams: 1 of 1 in use"; }
+reloads () { grep -c "reloaded" $LOG2 || :; }
+reloaded_since () { test "$(reloads)" -gt "$1"; }
+test_expect_success 'bob stops his migrator holding the only GFS stream: killed at once, alice gets the stream' '
+    n0=$(reloads) && echo "GfsStreams = 1" >>$CONF &&
+    kill -HUP $(agent_pid n2) && wait_for 10 reloaded_since $n0 &&
+    bid=$(cd $HB && as_user bob sbatch --parsable -w n2 --tier-stage-out=$HB/sout -o /dev/null \
+        --wrap "head -c 80M /dev/urandom > $HB/sout/b.bin; sha256sum < $HB/sout/b.bin > $HB/b.sum") &&
+    wait_for 60 stream_held && mp=$(bob_migrator) && test -n "$mp" && echo "bob'"'"'s migrator $mp" &&
+    as_user bob kill -STOP $mp &&
+    aid=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-stage-out=$H/kout -o /dev/null \
+        --wrap "echo alice > $H/kout/a.txt") &&
+    wait_for 60 job_done $aid && test "$(job_state $aid)" = COMPLETED && test "$(cat $H/kout/a.txt)" = alice &&
+    grep "tierd-mig $mp was stopped (signal 19, from outside); killed" $LOG2 &&
+    wait_for 120 job_done $bid && test "$(job_state $bid)" = COMPLETED &&
+    test "$(sha256sum < $HB/sout/b.bin)" = "$(cat $HB/b.sum)"
+'
+
 # M1: with the plugstack default off, a job whose batch script has no
 # --tier option but whose srun steps do: the epilog (which sees only the
 # batch script's options) did nothing -- namespace, scratch, reservation

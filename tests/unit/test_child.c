@@ -315,8 +315,11 @@ static void run (struct agent *a, struct child *c, struct rec *r)
         int status;
         pid_t pid;
 
-        while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
-            (void) child_reaped (a, pid, status);
+        while ((pid = waitpid (-1, &status, WNOHANG | WUNTRACED)) > 0)
+            if (WIFSTOPPED (status))
+                (void) child_stopped (a, pid, WSTOPSIG (status));
+            else
+                (void) child_reaped (a, pid, status);
         if (r->done)
             break;
         child_tick (a);
@@ -690,6 +693,28 @@ static void test_start_stall (void **state)
     assert_true (WIFEXITED (r.status) && WEXITSTATUS (r.status) == 0);
     assert_int_equal (r.why, 0);
     assert_seq (&r, 12);
+    rec_fini (&r);
+    agent_fini (&a);
+}
+
+/* A child stopped from outside (its user may, when it runs as the user)
+ * is killed at once, long before its stall watchdog: why ECANCELED. */
+static void test_start_stopped (void **state)
+{
+    struct agent a;
+    struct child_spec s;
+    struct child *c;
+    struct rec r;
+
+    (void) state;
+    agent_init (&a);
+    spec_init (&s, child_sleep, NULL);
+    s.stall_ms = 60000;
+    c = start (&a, &s, &r);
+    assert_int_equal (kill (child_pid (c), SIGSTOP), 0);
+    run (&a, c, &r);
+    assert_true (killed_by_sigkill (r.status));
+    assert_int_equal (r.why, ECANCELED);
     rec_fini (&r);
     agent_fini (&a);
 }
@@ -1095,6 +1120,7 @@ int main (int argc, char **argv)
         cmocka_unit_test (test_start_deadline),
         cmocka_unit_test (test_start_stall),
         cmocka_unit_test (test_start_stall_held),
+        cmocka_unit_test (test_start_stopped),
         cmocka_unit_test (test_start_abandon),
         cmocka_unit_test (test_abandon_bounded),
         cmocka_unit_test (test_call_answer),
