@@ -11,6 +11,8 @@ test_expect_success 'start the cluster (GFS capped at 50 MiB/s)' '
     echo "StageOutTimeout = 60s" >>$CLUSTER/etc/tier.conf
 '
 [ -n "${CLUSTER:-}" ] || bail_out "no cluster"
+# whatever fails, no request is left hanging for the reset
+test_at_exit "gfsemu_fault_clear '$GFS' 2>/dev/null"
 H=$GFS/home/alice
 OUT=$H/crash
 TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
@@ -98,29 +100,33 @@ test_expect_success 'agent killed between a rename and its record: adopted, not 
     w=$(written c.bin) && echo "temporaries of c.bin: $w bytes" && test "$w" = $((6 << 20))
 '
 
-# The epilog waits for the outputs.  The migrator is stopped during the
-# job, so that nothing is published before the epilog waits; then the
-# agent is killed while it waits (twice): the epilog starts another and
-# asks it again; the afterok dependent finds every output complete.
+# The epilog waits for the outputs.  The migrator's first publish (the
+# rename of its temporary) hangs in the GFS during the job (a stopped
+# child would be killed by the agent at once), so that nothing is
+# published before the epilog waits; then the agent is killed while it
+# waits (twice): the epilog starts another and asks it again; once the
+# hang ends (EIO, and the old migrator dies), the new one publishes, and
+# the afterok dependent finds every output complete.
 cat >"$H/verify.sh" <<EOF2
 #!/bin/bash
 cd $OUT && sha256sum -c --quiet $H/e.sum && echo SUMS-OK
 EOF2
 chmod 755 "$H/verify.sh"; chown alice "$H/verify.sh"
 completing () { test "$(job_state $1)" = COMPLETING; }
+rename_hung () { test "$(gfsemu_value "$GFS" fault.hung)" -ge 1; }
 test_expect_success 'the agent killed twice while the epilog waits: the dependent sees every output complete' '
     gfsemu_reset "$GFS" && rm -f $H/e.sum $H/verify.out &&
+    gfsemu_fault "$GFS" "home/alice/crash/.e*:rename:hang" &&
     n0=$(wc -l <$CLUSTER/log/slurmd-n1.log) &&
     id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-out=$OUT -o /dev/null \
         --wrap "sleep 2; for i in 1 2 3; do head -c 32M /dev/urandom > $OUT/e\$i.bin; done; (cd $OUT && sha256sum e?.bin) > $H/e.sum") &&
     dep=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-cache=off --dependency=afterok:$id \
         -o $H/verify.out "$H/verify.sh") &&
-    wait_for 30 has_migrator n1 && kill -STOP $(migrator_pid n1) &&
-    wait_for 90 completing $id &&
-    for k in 1 2; do
+    wait_for 60 rename_hung && wait_for 90 completing $id &&
+    (for k in 1 2; do
         ap=$(agent_pid n1) && kill -9 $ap && wait_for 20 test ! -d /proc/$ap &&
         wait_for 30 agent_up n1 && sleep 0.3 || exit 1
-    done &&
+    done) && gfsemu_fault_clear "$GFS" &&
     wait_for 180 job_done $dep &&
     test "$(job_state $id)" = COMPLETED && test "$(job_state $dep)" = COMPLETED &&
     cat $H/verify.out && grep -qx SUMS-OK $H/verify.out &&
