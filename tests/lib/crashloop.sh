@@ -47,6 +47,7 @@ CR_CHILDREN="tierd-mig tierd-stage tierd-stagecp tierd-fetch tierd-manifest"
 declare -A CR_KILLS CR_BAD
 CR_ITER=0
 CR_NOTRUN=0
+CR_STAGEKILL=0                  # of those, failed by a stager or copier kill
 CR_LATE=0
 for _k in $CR_KINDS slurmd; do CR_KILLS[$_k]=0; done
 for _v in bad_output partial bad_replica leak false_conflict dep_incomplete; do CR_BAD[$_v]=0; done
@@ -181,6 +182,12 @@ crashloop_iteration () {
     wait_for 60 cr_clean
     if [ "$state" != COMPLETED ]; then
         CR_NOTRUN=$((CR_NOTRUN + 1))
+        # a killed stager or copier fails its task's stage-in, as
+        # documented (doc/staging.md): counted apart
+        if grep -qs "stage-in failed: its stager .* ended before\|stage-in failed: the copy was interrupted" \
+            "$CR_H/crash-err/${id}"_*.err; then
+            CR_STAGEKILL=$((CR_STAGEKILL + 1))
+        fi
         echo "# iteration $i: array $id ended $state (not counted)"
         scancel "$dep" 2>/dev/null
     else
@@ -237,7 +244,7 @@ crashloop_report () {
     cr_count_kills
     total=$(crashloop_kills)
     echo "# crash loop: $CR_ITER iterations, $total kills ($(for k in $CR_KINDS slurmd; do printf '%s %s, ' "$k" "${CR_KILLS[$k]}"; done | sed 's/, $//'))"
-    echo "# arrays not run to completion by Slurm: $CR_NOTRUN; dependents told the bound passed: $CR_LATE"
+    echo "# arrays not run to completion by Slurm: $CR_NOTRUN ($CR_STAGEKILL with a stage-in failed by a stager or copier kill); dependents told the bound passed: $CR_LATE"
     for v in bad_output partial bad_replica leak false_conflict dep_incomplete; do
         echo "# invariant $v: ${CR_BAD[$v]} violation(s) in $CR_ITER checks"
     done
