@@ -161,6 +161,8 @@ void stats_tick (struct agent *a, bool force);
 /* stage.c: stage-in (its modules: stage.h) */
 json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
                      tier_error_t *error);
+json_t *op_stage_restart (struct agent *a, struct conn *c, json_t *req,
+                          tier_error_t *error);
 void stage_job_end (struct agent *a, const struct store_job *job);
 
 /* replica.c: the batch replica cache (its modules: replica.h) */

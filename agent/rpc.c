@@ -738,6 +738,7 @@ static const struct rpc_op ops[] = {
     { "job.register", op_job_register, true },
     { "job.end", op_job_end, true },
     { "job.stage_in", op_stage_in, true },
+    { "job.stage_restart", op_stage_restart, true },
     { "jobs", op_jobs, false },
     { "job.show", op_job_show, false },
     { "whoami", op_whoami, false },

@@ -62,6 +62,10 @@
 /* How long the mount point remover may take (the GFS answering). */
 #define UNMAKE_TIMEOUT_MS 5000
 
+/* How often a part's stager is started again after it ended unfinished
+ * (op_stage_restart). */
+#define STAGE_RESTARTS_MAX 2
+
 /* ------------------------------------------------------- the plan */
 
 /* NamespaceDir/JOBID/stage.items: {"items": [...], "parts": N}, every
@@ -172,10 +176,15 @@ static int stage_plan_commit (const struct stage_req *r, json_t *items,
                               json_t *index, tier_error_t *error)
 {
     json_t *plan = plan_load (r->conf, r->job_id), *all;
+    json_t *old_bases = NULL, *old_restarts = NULL;
     char *text;
     size_t i;
 
     all = plan ? json_incref (json_object_get (plan, "items")) : json_array ();
+    if (plan) {
+        old_bases = json_incref (json_object_get (plan, "bases"));
+        old_restarts = json_incref (json_object_get (plan, "restarts"));
+    }
     json_decref (plan);
     if (!all)
         goto nomem;
@@ -184,15 +193,48 @@ static int stage_plan_commit (const struct stage_req *r, json_t *items,
         if ((size_t) k == json_array_size (all)
             && json_array_append (all, json_array_get (items, i)) < 0) {
             json_decref (all);
+            json_decref (old_bases);
+            json_decref (old_restarts);
             goto nomem;
         }
     }
-    plan = json_pack ("{s:o s:i}", "items", all, "parts", r->part + 1);
-    if (!plan || !(text = json_dumps (plan, JSON_COMPACT))) {
-        json_decref (plan);
-        goto nomem;
+    /* each part's first stage directory, and how often its stager was
+     * started again (op_stage_restart); a plan of an older agent has
+     * none, and its parts are not started again */
+    if (!json_is_array (old_bases) || !json_is_array (old_restarts)
+        || json_array_size (old_bases) != (size_t) r->part
+        || json_array_size (old_restarts) != (size_t) r->part) {
+        json_decref (old_bases);
+        json_decref (old_restarts);
+        old_bases = r->part == 0 ? json_array () : NULL;
+        old_restarts = r->part == 0 ? json_array () : NULL;
     }
+    if (old_bases
+        && (json_array_append_new (old_bases, json_integer (r->base)) < 0
+            || json_array_append_new (old_restarts, json_integer (0)) < 0)) {
+        json_decref (old_bases);
+        json_decref (old_restarts);
+        old_bases = old_restarts = NULL;
+    }
+    plan = json_pack ("{s:o s:i s:I s:I s:s}", "items", all, "parts",
+                      r->part + 1, "uid", (json_int_t) r->uid, "gid",
+                      (json_int_t) r->gid, "user", r->user);
+    if (plan && old_bases) {
+        int rc = json_object_set_new (plan, "bases", old_bases);
+
+        if ((json_object_set_new (plan, "restarts", old_restarts) | rc) < 0) {
+            json_decref (plan);
+            plan = NULL;
+        }
+    }
+    else if (!plan) {
+        json_decref (old_bases);
+        json_decref (old_restarts);
+    }
+    text = plan ? json_dumps (plan, JSON_COMPACT) : NULL;
     json_decref (plan);
+    if (!text)
+        goto nomem;
     (void) tier_ns_write (r->conf->namespace_dir, r->job_id,
                           TIER_NS_STAGE_ITEMS, text);
     free (text);
@@ -425,13 +467,198 @@ json_t *op_stage_in (struct agent *a, struct conn *c, json_t *req,
     if (stage_plan_commit (&r, items, index, error) < 0
         || start_stager (a, &r, error) < 0)
         goto error;
-    tier_log (LOG_INFO, "job %u: staging in %d item(s)%s", r.job_id,
-              r.nitems, r.part ? " more" : "");
+    tier_log (LOG_INFO, "job %u: staging in %d item(s)%s", r.job_id, r.nitems,
+              r.part ? " more" : "");
     return json_pack ("{s:I s:b s:o s:i}", "job_id", job_id, "started", 1,
                       "index", index, "parts", r.part + 1);
 error:
     json_decref (index);
     return NULL;
+}
+
+/* ------------------------------------------------------- restart */
+
+/* Is pid a stager (alive, not a zombie, named tierd-stage)? */
+static bool stager_alive (pid_t pid)
+{
+    char path[64], buf[512], *p;
+    ssize_t n;
+    int fd;
+
+    (void) snprintf (path, sizeof (path), "/proc/%d/stat", (int) pid);
+    if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
+        return errno != ENOENT && errno != ESRCH;
+    n = read (fd, buf, sizeof (buf) - 1);
+    close (fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    /* "PID (COMM) S ...": the comm may hold anything, the state follows
+     * its last ')' */
+    if (!(p = strrchr (buf, ')')) || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+        return false;
+    *p = '\0';
+    return (p = strchr (buf, '(')) && !strcmp (p + 1, "tierd-stage");
+}
+
+/* Part p of the plan as the request it was: its items (from the plan's
+ * items, between its base and the next part's), user and credentials. */
+static int part_req (struct agent *a, json_t *plan, int p, struct stage_req *r,
+                     tier_error_t *error)
+{
+    json_t *bases = json_object_get (plan, "bases");
+    json_t *all = json_object_get (plan, "items"), *items;
+    json_int_t base = json_integer_value (json_array_get (bases, (size_t) p));
+    json_int_t end = (size_t) p + 1 < json_array_size (bases)
+                         ? json_integer_value (json_array_get (bases,
+                                                               (size_t) p + 1))
+                         : (json_int_t) json_array_size (all);
+    const char *user = json_string_value (json_object_get (plan, "user"));
+    json_int_t uid = json_integer_value (json_object_get (plan, "uid"));
+    json_int_t gid = json_integer_value (json_object_get (plan, "gid"));
+    int rc;
+
+    if (base < 0 || end <= base || end > (json_int_t) json_array_size (all)
+        || !user || uid < 0 || gid < 0 || !(items = json_array ())) {
+        errno = EPROTO;
+        return tier_errprintf (error,
+                               "the stage-in plan of job %u is not "
+                               "valid",
+                               r->job_id);
+    }
+    for (json_int_t k = base; k < end; k++)
+        (void) json_array_append (items, json_array_get (all, (size_t) k));
+    r->conf = a->conf;
+    r->uid = (uid_t) uid;
+    r->gid = (gid_t) gid;
+    r->part = p;
+    r->base = (int) base;
+    rc = json_array_size (items) == (size_t) (end - base)
+             ? parse_items (r, items, error)
+             : (errno = ENOMEM, tier_errprintf (error, "out of memory"));
+    json_decref (items);
+    if (rc == 0)
+        rc = stage_cred (a, r, user, error);
+    return rc;
+}
+
+/* The plan with part p started once more. */
+static int plan_count_restart (const struct tier_conf *conf, uint32_t job,
+                               json_t *plan, int p)
+{
+    json_t *restarts = json_object_get (plan, "restarts");
+    json_int_t n = json_integer_value (json_array_get (restarts, (size_t) p));
+    char *text;
+
+    if (json_array_set_new (restarts, (size_t) p, json_integer (n + 1)) < 0
+        || !(text = json_dumps (plan, JSON_COMPACT)))
+        return -1;
+    (void) tier_ns_write (conf->namespace_dir, job, TIER_NS_STAGE_ITEMS, text);
+    free (text);
+    return 0;
+}
+
+/* job.stage_restart {job_id, part, pid}: the tasks waiting for part's
+ * copies found its stager (pid, read from stage[.P].pid) gone with the
+ * part unfinished -- killed (the OOM killer, an admin), or ended for a
+ * fresh start because its copier was: start it again, from the plan, at
+ * most STAGE_RESTARTS_MAX times a part.  Asked again (another task, an
+ * agent restarting meanwhile) once the part has a new stager, or is
+ * done or failed, it only says so: the tasks then read its status. */
+json_t *op_stage_restart (struct agent *a, struct conn *c, json_t *req,
+                          tier_error_t *error)
+{
+    static struct stage_req r;
+    char buf[1024], name[TIER_NS_NAME_MAX];
+    json_int_t job_id = 0, part = -1, pid = 0, restarts;
+    struct store_job job;
+    const char *state = NULL;
+    json_t *plan = NULL, *st;
+    json_error_t jerr;
+    tier_error_t e;
+
+    (void) c;
+    if (json_unpack (req, "{s:I s:I s:I}", "job_id", &job_id, "part", &part,
+                     "pid", &pid)
+            < 0
+        || job_id <= 0 || job_id > 0xfffffff0LL || part < 0
+        || part >= STAGE_ITEMS_MAX || pid <= 1 || pid > INT32_MAX) {
+        errno = EINVAL;
+        tier_errprintf (error,
+                        "job.stage_restart needs job_id, part "
+                        "(0..%d) and the stager's pid",
+                        STAGE_ITEMS_MAX - 1);
+        return NULL;
+    }
+    memset (&r, 0, sizeof (r));
+    r.job_id = (uint32_t) job_id;
+    if (store_job_latest (a->store, r.job_id, &job, &e) < 0
+        || job.state != STORE_JOB_RUNNING) {
+        errno = ESRCH;
+        tier_errprintf (error, "job %u is not running on this node", r.job_id);
+        return NULL;
+    }
+    if (!(plan = plan_load (a->conf, r.job_id))
+        || part >= json_integer_value (json_object_get (plan, "parts"))) {
+        json_decref (plan);
+        errno = ENOENT;
+        tier_errprintf (error, "job %u has no stage-in part %d on this node",
+                        r.job_id, (int) part);
+        return NULL;
+    }
+    tier_ns_part_name ((int) part, TIER_NS_STAGE_STATUS, name, sizeof (name));
+    st = tier_ns_read (a->conf->namespace_dir, r.job_id, name, buf,
+                       sizeof (buf))
+                 == 0
+             ? json_loads (buf, 0, &jerr)
+             : NULL;
+    state = json_string_value (json_object_get (st, "state"));
+    if (state && (!strcmp (state, "done") || !strcmp (state, "failed"))) {
+        json_t *o = json_pack ("{s:b s:s}", "restarted", 0, "state", state);
+        json_decref (st);
+        json_decref (plan);
+        return o;
+    }
+    json_decref (st);
+    tier_ns_part_name ((int) part, TIER_NS_STAGE_PID, name, sizeof (name));
+    if (tier_ns_read (a->conf->namespace_dir, r.job_id, name, buf, sizeof (buf))
+            < 0
+        || atoll (buf) != pid || stager_alive ((pid_t) pid)) {
+        json_decref (plan);
+        return json_pack ("{s:b}", "restarted", 0); /* a stager runs */
+    }
+    restarts = json_integer_value (json_array_get (json_object_get (plan,
+                                                                    "restarts"),
+                                                   (size_t) part));
+    if (json_array_size (json_object_get (plan, "restarts")) <= (size_t) part) {
+        json_decref (plan);
+        errno = EPROTO;
+        tier_errprintf (error, "its stage-in was started by an older agent");
+        return NULL;
+    }
+    if (restarts >= STAGE_RESTARTS_MAX) {
+        json_decref (plan);
+        errno = EAGAIN;
+        tier_errprintf (error, "it was started again %d times already",
+                        STAGE_RESTARTS_MAX);
+        return NULL;
+    }
+    r.job_id = (uint32_t) job_id;
+    if (part_req (a, plan, (int) part, &r, error) < 0
+        || (plan_count_restart (a->conf, r.job_id, plan, (int) part) < 0
+            && (errno = ENOMEM, tier_errprintf (error, "out of memory")))
+        || start_stager (a, &r, error) < 0) {
+        json_decref (plan);
+        return NULL;
+    }
+    json_decref (plan);
+    tier_log (LOG_NOTICE,
+              "job %u: stage-in%s: its stager (pid %d) ended "
+              "unfinished; started again (%d of %d)",
+              r.job_id, part ? " (more)" : "", (int) pid, (int) restarts + 1,
+              STAGE_RESTARTS_MAX);
+    return json_pack ("{s:b s:i}", "restarted", 1, "restarts",
+                      (int) restarts + 1);
 }
 
 /* ------------------------------------------------------- job end */

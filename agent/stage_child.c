@@ -75,6 +75,7 @@
 #include "stage.h"
 
 #define STATUS_ERROR_MAX 4000 /* of an error in stage.status */
+#define STAGER_EXIT_AGAIN 3   /* no outcome: the copier was killed */
 #define MSG_TIMEOUT_MS 10000  /* the rest of a message that began */
 #define KILL_GRACE_MS \
     1000 /* a killed copier that is not gone by then
@@ -566,6 +567,9 @@ static int prepare (struct stager *s)
     for (int k = 0; s->stfd >= 0 && k < r->nitems; k++) {
         int fd;
         (void) snprintf (name, sizeof (name), "%d", r->base + k);
+        /* a stager started again (stage.c's op_stage_restart) begins
+         * afresh: what an earlier one copied is not trusted */
+        (void) tier_rmtree_at (s->stfd, name, &error);
         (void) mkdirat (s->stfd, name, 0700);
         if ((fd = openat (s->stfd, name,
                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
@@ -623,7 +627,16 @@ static void record_made (struct stager *s, const struct stagemsg *m)
 {
     const struct stage_req *r = s->r;
     char name[TIER_NS_NAME_MAX], *text;
+    size_t i;
+    json_t *v;
 
+    /* one entry a file: a copier of an earlier try reported it already */
+    json_array_foreach (s->made, i, v)
+    {
+        const char *path = json_string_value (json_object_get (v, "path"));
+        if (m->k < r->nitems && path && !strcmp (path, r->items[m->k]))
+            return;
+    }
     if (!s->made || m->k >= r->nitems
         || json_array_append_new (s->made,
                                   json_pack ("{s:s s:I s:I s:s}", "path",
@@ -637,6 +650,28 @@ static void record_made (struct stager *s, const struct stagemsg *m)
     tier_ns_part_name (r->part, TIER_NS_STAGE_MADE, name, sizeof (name));
     (void) tier_ns_write (r->conf->namespace_dir, r->job_id, name, text);
     free (text);
+}
+
+/* The mount point files an earlier stager of this part made (it was
+ * killed: op_stage_restart started this one): still this part's to
+ * remove at job end. */
+static void load_made (struct stager *s)
+{
+    static char buf[STAGE_ITEMS_MAX * (PATH_MAX + 96)];
+    char name[TIER_NS_NAME_MAX];
+    json_error_t jerr;
+    json_t *made;
+
+    tier_ns_part_name (s->r->part, TIER_NS_STAGE_MADE, name, sizeof (name));
+    if (!s->made
+        || tier_ns_read (s->r->conf->namespace_dir, s->r->job_id, name, buf,
+                         sizeof (buf))
+               < 0
+        || !(made = json_loads (buf, 0, &jerr)))
+        return;
+    if (json_is_array (made))
+        (void) json_array_extend (s->made, made);
+    json_decref (made);
 }
 
 /* One message of the copier. */
@@ -836,6 +871,7 @@ int stager_main (void *arg, int chan)
     int status = 0, cchan, pidfd;
     pid_t pid;
 
+    load_made (&s);
     stager_status (&s, "copying", NULL);
     s.t0 = tier_now_ms ();
     if (prepare (&s) < 0)
@@ -862,6 +898,16 @@ int stager_main (void *arg, int chan)
         ;
     s.ok = s.ok && WIFEXITED (status) && WEXITSTATUS (status) == 0;
     json_decref (s.made);
+    if (!s.ok && !s.err[0] && !s.abandoned && WIFSIGNALED (status)) {
+        /* killed, not by the stager (the OOM killer, an admin): no
+         * outcome, the stager ends for a fresh start, which the tasks
+         * waiting ask the agent for (stage.c's op_stage_restart) */
+        stager_log (&s, LOG_WARNING,
+                    "job %u: stage-in: its copier (pid %d) was killed by "
+                    "signal %d; the part is to start again",
+                    r->job_id, (int) pid, WTERMSIG (status));
+        return STAGER_EXIT_AGAIN;
+    }
     if (!s.ok && !s.err[0] && WIFEXITED (status)
         && WEXITSTATUS (status) == CHILD_EXIT_SETUP)
         (void) snprintf (s.err, sizeof (s.err), "cannot take uid %u",

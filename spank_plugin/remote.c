@@ -632,8 +632,9 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
         (void) spank_get_item (sp, S_TASK_ID, &local);
         /* the node's first task asks slurmctld; the others look for its
          * marker (one RPC per node, not per task) */
-        if (stage_wait (tier.conf, tier.job_id, tier.stage_plan.parts,
-                        local == 0, local == 0 ? gone_ask : gone_marker, &error)
+        if (stage_wait (tier.conf, tier.conf_path, tier.job_id,
+                        tier.stage_plan.parts, local == 0,
+                        local == 0 ? gone_ask : gone_marker, &error)
             < 0) {
             slurm_error ("tier: %s", error.text);
             return -1;

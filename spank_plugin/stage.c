@@ -172,9 +172,29 @@ static bool stager_gone (const struct tier_conf *conf, uint32_t job_id, int p,
     return *pid > 1 && kill ((pid_t) *pid, 0) < 0 && errno == ESRCH;
 }
 
-int stage_wait (const struct tier_conf *conf, uint32_t job_id, int parts,
-                bool report, bool (*gone) (uint32_t job_id),
-                tier_error_t *error)
+/* Ask the agent to start part p's stager again (it ended unfinished:
+ * op_stage_restart); 0 if it did, or another did, or the part has its
+ * outcome meanwhile. */
+static int stager_restart (const struct tier_conf *conf, const char *conf_path,
+                           uint32_t job_id, int p, long pid,
+                           tier_error_t *error)
+{
+    char body[256], *reply = NULL;
+    int rc;
+
+    (void) snprintf (body, sizeof (body),
+                     "{\"op\":\"job.stage_restart\",\"job_id\":%u,"
+                     "\"part\":%d,\"pid\":%ld}",
+                     job_id, p, pid);
+    rc = spawn_call_sure (conf, conf_path, job_id, "stage-in restart", body,
+                          &reply, error);
+    free (reply);
+    return rc;
+}
+
+int stage_wait (const struct tier_conf *conf, const char *conf_path,
+                uint32_t job_id, int parts, bool report,
+                bool (*gone) (uint32_t job_id), tier_error_t *error)
 {
     int64_t start = (tier_now_ms () / 1000), last = start, checked = start;
     char buf[8192];
@@ -220,13 +240,27 @@ int stage_wait (const struct tier_conf *conf, uint32_t job_id, int parts,
                                        err[0] ? err : "unknown error");
             }
             else if (dead == p) {
-                /* gone before this reading, and still unfinished */
-                errno = EIO;
-                return tier_errprintf (error,
-                                       "stage-in failed: its stager (pid "
-                                       "%ld) ended before the stage-in did "
-                                       "(killed?); resubmit the job",
-                                       dead_pid);
+                /* gone before this reading, and still unfinished: the
+                 * agent starts it again (a few times) */
+                tier_error_t e;
+
+                if (stager_restart (conf, conf_path, job_id, p, dead_pid, &e)
+                    < 0) {
+                    errno = EIO;
+                    return tier_errprintf (error,
+                                           "stage-in failed: its stager (pid "
+                                           "%ld) ended before the stage-in "
+                                           "did (killed?), and was not "
+                                           "started again: %.300s; resubmit "
+                                           "the job",
+                                           dead_pid, e.text);
+                }
+                if (report)
+                    slurm_spank_log ("tier: stage-in: its stager (pid %ld) "
+                                     "ended before the stage-in did "
+                                     "(killed?); it starts again",
+                                     dead_pid);
+                dead = -1;
             }
             else if (check && dead < 0
                      && stager_gone (conf, job_id, p, &dead_pid)) {

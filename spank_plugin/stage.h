@@ -39,12 +39,14 @@ int stage_start (const struct tier_conf *conf, const char *conf_path,
 
 /* Wait until the copies of every part are done (progress every 10 s when
  * report), up to StageInTimeout, or until gone(job_id) says the job was
- * cancelled (asked every 3 s).  -1 with the failure (naming the path)
+ * cancelled (asked every 3 s).  A part whose stager is gone unfinished
+ * (killed) is started again by the agent (conf_path: to start one where
+ * none answers), a few times.  -1 with the failure (naming the path)
  * otherwise.
  */
-int stage_wait (const struct tier_conf *conf, uint32_t job_id, int parts,
-                bool report, bool (*gone) (uint32_t job_id),
-                tier_error_t *error);
+int stage_wait (const struct tier_conf *conf, const char *conf_path,
+                uint32_t job_id, int parts, bool report,
+                bool (*gone) (uint32_t job_id), tier_error_t *error);
 
 /* Bind the copies read-only over their paths, once per job and node (the
  * caller is in the job's namespace; each target is resolved with the

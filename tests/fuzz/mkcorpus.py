@@ -175,6 +175,8 @@ put("rpc", [
     rpc((ROOT, REG_NOBODY),
         (ROOT, b'{"op":"job.stage_in","job_id":9,"uid":65534,"gid":65534,'
                b'"user":"nobody","items":["/gfs/in/a","/gfs/in/b"]}'),
+        (ROOT, b'{"op":"job.stage_restart","job_id":9,"part":0,'
+               b'"pid":2}'),
         (ROOT, b'{"op":"job.stageout","job_id":9,"restart":0,'
                b'"dirs":["/gfs/out"]}'),
         (NOBODY, b'{"op":"job.stageout_sync","job_id":9,"timeout_ms":10,'

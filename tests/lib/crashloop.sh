@@ -182,8 +182,9 @@ crashloop_iteration () {
     wait_for 60 cr_clean
     if [ "$state" != COMPLETED ]; then
         CR_NOTRUN=$((CR_NOTRUN + 1))
-        # a killed stager or copier fails its task's stage-in, as
-        # documented (doc/staging.md): counted apart
+        # a part whose stager or copier was killed three times fails
+        # its task's stage-in, as documented (doc/staging.md): counted
+        # apart
         if grep -qs "stage-in failed: its stager .* ended before\|stage-in failed: the copy was interrupted" \
             "$CR_H/crash-err/${id}"_*.err; then
             CR_STAGEKILL=$((CR_STAGEKILL + 1))

@@ -78,16 +78,55 @@ test_expect_success 'stage-in whose GFS read hangs: the job fails naming the stu
     wait_for 10 streams_free n1
 '
 # A stager killed (the OOM killer, an admin) writes no outcome: the
-# tasks see it gone and fail at once, not at StageInTimeout.
-test_expect_success 'a stager killed mid-copy: the job fails at once, saying so' '
+# tasks see it gone and ask the agent to start it again, which it does
+# twice a part; a copier killed ends its stager for a fresh start.  Each
+# kill here hits a copy stuck in a hung READ (so that it is mid-copy);
+# the hang is lifted once the kill is sent.
+stager_of () { agent_children n1 tierd-stage | cut -d" " -f1 | head -1; }
+copier_of () { pgrep -P "$1" -x tierd-stagecp | head -1; }
+test_expect_success 'a stager killed mid-copy is started again: the job reads the right bytes' '
     gfsemu_fault_clear "$GFS" && wait_for 10 unhung && gfsemu_fault "$GFS" "$SIREAD" &&
     id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-in=$H/in/stuck.bin \
-        -o $H/sk.out -e $H/sk.err --wrap "echo ran") &&
-    wait_for 60 hung && wait_for 10 stager_up n1 &&
-    kill -KILL $(agent_children n1 tierd-stage | cut -d" " -f1) &&
-    wait_for 60 job_done $id && cat $H/sk.err && test "$(job_state $id)" = FAILED &&
-    ! grep -q ran $H/sk.out &&
-    grep -q "tier: stage-in failed: its stager (pid [0-9]*) ended before the stage-in did" $H/sk.err &&
+        -o $H/sk.out -e $H/sk.err --wrap "sha256sum < $H/in/stuck.bin") &&
+    wait_for 60 hung && wait_for 10 stager_up n1 && spid=$(stager_of) &&
+    kill -KILL $spid && gfsemu_fault_clear "$GFS" &&
+    wait_for 60 job_done $id && cat $H/sk.err && test "$(job_state $id)" = COMPLETED &&
+    grep -q "^$(sum_of $HB/in/stuck.bin) " $H/sk.out &&
+    grep -q "tier: stage-in: its stager (pid $spid) ended before the stage-in did (killed?); it starts again" $H/sk.err &&
+    grep "job $id: stage-in: its stager (pid $spid) ended unfinished; started again (1 of 2)" \
+        $CLUSTER/log/tierd-n1.log &&
+    wait_for 10 unhung && wait_for 10 streams_free n1
+'
+test_expect_success 'a copier killed mid-copy: its part starts again, the job reads the right bytes' '
+    gfsemu_fault "$GFS" "$SIREAD" &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-in=$H/in/stuck.bin \
+        -o $H/ck.out -e $H/ck.err --wrap "sha256sum < $H/in/stuck.bin") &&
+    wait_for 60 hung && wait_for 10 stager_up n1 && spid=$(stager_of) &&
+    wait_for 10 copier_of $spid && cpid=$(copier_of $spid) &&
+    kill -KILL $cpid && gfsemu_fault_clear "$GFS" &&
+    wait_for 60 job_done $id && cat $H/ck.err && test "$(job_state $id)" = COMPLETED &&
+    grep -q "^$(sum_of $HB/in/stuck.bin) " $H/ck.out &&
+    grep "job $id: stage-in: its copier (pid $cpid) was killed by signal 9; the part is to start again" \
+        $CLUSTER/log/tierd-n1.log &&
+    grep "job $id: stage-in: its stager (pid $spid) ended unfinished; started again (1 of 2)" \
+        $CLUSTER/log/tierd-n1.log &&
+    wait_for 10 unhung && wait_for 10 streams_free n1
+'
+# every stager of the job killed as soon as it shows (the hang stays):
+# two are started again, the third kill fails the job, saying why
+test_expect_success 'a stager killed three times: the job fails saying so' '
+    gfsemu_fault "$GFS" "$SIREAD" &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-in=$H/in/stuck.bin \
+        -o $H/k3.out -e $H/k3.err --wrap "echo ran") &&
+    : >$TRASH/k3 && t=0 &&
+    while ! job_done $id && [ $t -lt 600 ]; do
+        p=$(stager_of) && [ -n "$p" ] && kill -KILL $p 2>/dev/null && echo $p >>$TRASH/k3
+        sleep 0.1; t=$((t + 1))
+    done &&
+    echo "kills: $(sort -u $TRASH/k3 | wc -l)" && cat $H/k3.err &&
+    test "$(job_state $id)" = FAILED && ! grep -q ran $H/k3.out &&
+    test $(sort -u $TRASH/k3 | wc -l) = 3 &&
+    grep -q "tier: stage-in failed: its stager (pid [0-9]*) ended before the stage-in did (killed?), and was not started again: it was started again 2 times already; resubmit the job" $H/k3.err &&
     gfsemu_fault_clear "$GFS" && wait_for 10 unhung && wait_for 10 streams_free n1
 '
 test_expect_success 'stage-in whose GFS open hangs: the job fails naming it; the agent answers throughout' '

@@ -35,8 +35,9 @@ test_expect_success 'iterations with kill -9 at random moments' '
 test_expect_success 'every invariant held after every iteration' '
     crashloop_report && test "$(crashloop_violations)" = 0
 '
-# A killed stager or copier fails its task (doc/staging.md: not retried
-# yet): such arrays are counted apart; of the others, most must complete.
+# A part whose stager or copier was killed three times fails its task
+# (doc/staging.md): such arrays are counted apart; of the others, most
+# must complete.
 test_expect_success 'most arrays ran to completion (the rest are counted, not checked)' '
     echo "# $CR_NOTRUN of $CR_ITER not completed, $CR_STAGEKILL of them by a stage-in kill" &&
     test $(((CR_NOTRUN - CR_STAGEKILL) * 2)) -le $((CR_ITER - CR_STAGEKILL))
