@@ -704,8 +704,8 @@ static void sync_outputs_step (spank_t sp)
         return;
     batch = spank_get_item (sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS
             && step == BATCH_STEP;
-    if (stage_out_sync (tier.conf, tier.job_id, batch ? 10000 : 0, false, &left,
-                        &error)
+    if (stage_out_sync (tier.conf, tier.conf_path, tier.job_id,
+                        batch ? 10000 : 0, false, &left, &error)
         < 0) {
         slurm_error ("tier: job %u: stage-out: %s", tier.job_id, error.text);
         return;

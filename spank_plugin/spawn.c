@@ -81,6 +81,14 @@ int spawn_call_sure (const struct tier_conf *conf, const char *conf_path,
                      uint32_t job_id, const char *what, const char *body,
                      char **reply, tier_error_t *error)
 {
+    return spawn_call_sure_ex (conf, conf_path, job_id, what, body, reply,
+                               (int) conf->agent_timeout_ms, error);
+}
+
+int spawn_call_sure_ex (const struct tier_conf *conf, const char *conf_path,
+                        uint32_t job_id, const char *what, const char *body,
+                        char **reply, int timeout_ms, tier_error_t *error)
+{
     int64_t start = tier_now_ms (), left;
     int64_t deadline = start + (int64_t) conf->agent_timeout_ms;
     int pause_ms = 100, tries = 0, rc;
@@ -89,8 +97,7 @@ int spawn_call_sure (const struct tier_conf *conf, const char *conf_path,
 
     for (;;) {
         tries++;
-        rc = spawn_call_ex (conf, body, reply, (int) conf->agent_timeout_ms,
-                            &unreachable, error);
+        rc = spawn_call_ex (conf, body, reply, timeout_ms, &unreachable, error);
         if (rc == 0 || !unreachable || (left = deadline - tier_now_ms ()) <= 0)
             break;
         /* it died or is restarting: start one where the plugin starts

@@ -31,6 +31,11 @@ int spawn_call_ex (const struct tier_conf *conf, const char *body, char **reply,
 int spawn_call_sure (const struct tier_conf *conf, const char *conf_path,
                      uint32_t job_id, const char *what, const char *body,
                      char **reply, tier_error_t *error);
+/* The same, each try with its own receive timeout (a request that
+ * waits: a step's output sync). */
+int spawn_call_sure_ex (const struct tier_conf *conf, const char *conf_path,
+                        uint32_t job_id, const char *what, const char *body,
+                        char **reply, int timeout_ms, tier_error_t *error);
 
 /* 0 if an agent answers a ping within timeout_ms. */
 int spawn_ping (const struct tier_conf *conf, int timeout_ms,

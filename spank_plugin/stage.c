@@ -555,9 +555,11 @@ static void first_failure (const char *reply, size_t len, char *out,
             *p = '?';
 }
 
-/* One job.stageout_sync; *unreachable as spawn_call_ex says. */
-static int sync_once (const struct tier_conf *conf, uint32_t job_id,
-                      int64_t timeout_ms, bool end,
+/* One job.stageout_sync; *unreachable as spawn_call_ex says.  With
+ * conf_path (and no unreachable), asked again across an agent restart
+ * (spawn_call_sure_ex). */
+static int sync_once (const struct tier_conf *conf, const char *conf_path,
+                      uint32_t job_id, int64_t timeout_ms, bool end,
                       struct tier_stageout_left *left, bool *unreachable,
                       tier_error_t *error)
 {
@@ -571,9 +573,17 @@ static int sync_once (const struct tier_conf *conf, uint32_t job_id,
                      "\"end\":%s}", job_id, (long long) timeout_ms,
                      timeout_ms > 0 ? "true" : "false",
                      end ? "true" : "false");
-    rc = spawn_call_ex (conf, body, &reply,
-                        (int) (timeout_ms + (int64_t) conf->agent_timeout_ms),
-                        unreachable, error);
+    if (conf_path && !unreachable)
+        rc = spawn_call_sure_ex (conf, conf_path, job_id, "stage-out sync",
+                                 body, &reply,
+                                 (int) (timeout_ms
+                                        + (int64_t) conf->agent_timeout_ms),
+                                 error);
+    else
+        rc = spawn_call_ex (conf, body, &reply,
+                            (int) (timeout_ms
+                                   + (int64_t) conf->agent_timeout_ms),
+                            unreachable, error);
     if (rc == 0) {
         size_t len = strlen (reply);
         if (tier_jr_get_int (reply, len, "pending", &v) == 0)
@@ -590,11 +600,12 @@ static int sync_once (const struct tier_conf *conf, uint32_t job_id,
     return rc;
 }
 
-int stage_out_sync (const struct tier_conf *conf, uint32_t job_id,
-                    int64_t timeout_ms, bool end,
+int stage_out_sync (const struct tier_conf *conf, const char *conf_path,
+                    uint32_t job_id, int64_t timeout_ms, bool end,
                     struct tier_stageout_left *left, tier_error_t *error)
 {
-    return sync_once (conf, job_id, timeout_ms, end, left, NULL, error);
+    return sync_once (conf, conf_path, job_id, timeout_ms, end, left, NULL,
+                      error);
 }
 
 /* Nothing of the job in flight on the node's agent (finished and
@@ -648,8 +659,8 @@ int stage_out_sync_end (const struct tier_conf *conf, const char *conf_path,
 
     for (;;) {
         now = tier_now_ms ();
-        if (sync_once (conf, job_id, deadline > now ? deadline - now : 1, true,
-                       left, &unreachable, error)
+        if (sync_once (conf, NULL, job_id, deadline > now ? deadline - now : 1,
+                       true, left, &unreachable, error)
             == 0)
             break;
         if (!unreachable) {

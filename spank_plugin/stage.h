@@ -82,7 +82,8 @@ int stage_out_start (const struct tier_conf *conf, const char *conf_path,
 /* Publish what the outputs hold now; wait up to timeout_ms for every
  * output to reach the GFS (0: do not wait).  With end (the epilog), the
  * job has ended on this node: the wait covers its manifest too.  The
- * counts of what is left.
+ * counts of what is left.  Asked again for AgentTimeout while the agent
+ * restarts (one started where the plugin starts agents: conf_path).
  */
 struct tier_stageout_left {
     int pending, failed, conflicts;
@@ -98,8 +99,8 @@ struct tier_stageout_left {
                                  * unknown) */
     int lost;                   /* and how often the agent went away */
 };
-int stage_out_sync (const struct tier_conf *conf, uint32_t job_id,
-                    int64_t timeout_ms, bool end,
+int stage_out_sync (const struct tier_conf *conf, const char *conf_path,
+                    uint32_t job_id, int64_t timeout_ms, bool end,
                     struct tier_stageout_left *left, tier_error_t *error);
 
 /* The epilog's stage_out_sync (with end), across restarts of the agent:

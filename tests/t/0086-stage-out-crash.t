@@ -155,6 +155,33 @@ test_expect_success 'the agent dies as a step registers: the step asks the next 
     ! grep untiered $H/reg.out && reg_retried $id && grep -x ran $OUT/reg.txt
 '
 
+# The batch step's end publishes the outputs and waits for them (10 s):
+# the agent is killed during that wait.  The step asks the next agent
+# (started by the step where none answers) instead of logging an error,
+# and the epilog then waits for the outputs as always.  The first
+# publish hangs in the GFS (its rename) so that the step is still
+# waiting when the agent dies.
+sync_retried () { grep -q "job $1: stage-out sync: the node.s agent was restarting" $CLUSTER/log/slurmd-n1.log; }
+test_expect_success 'the agent dies while the batch step waits for its outputs: the step asks the next agent' '
+    gfsemu_reset "$GFS" && rm -f $H/s.sum $H/s.mark &&
+    wait_for 30 agent_up n1 &&
+    gfsemu_fault "$GFS" "home/alice/crash/.s*:rename:hang" &&
+    n0=$(wc -l <$CLUSTER/log/slurmd-n1.log) &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-out=$OUT -o /dev/null \
+        --wrap "head -c 4M /dev/urandom > $OUT/s.bin; sha256sum < $OUT/s.bin > $H/s.sum; touch $H/s.mark") &&
+    wait_for 60 test -e $H/s.mark && wait_for 30 rename_hung && sleep 2 &&
+    ap=$(agent_pid n1) && kill -9 $ap && wait_for 20 test ! -d /proc/$ap &&
+    wait_for 30 agent_up n1 && wait_for 30 sync_retried $id && gfsemu_fault_clear "$GFS" &&
+    wait_for 120 job_done $id && test "$(job_state $id)" = COMPLETED &&
+    tail -n +$n0 $CLUSTER/log/slurmd-n1.log >$TRASH/slurmd-sync.log &&
+    grep "job $id: stage-out sync: the node.s agent was restarting" $TRASH/slurmd-sync.log &&
+    ! grep "job $id: stage-out: " $TRASH/slurmd-sync.log &&
+    wait_for 30 outbox_empty n1 &&
+    test "$(sha256sum < $OUT/s.bin)" = "$(cat $H/s.sum)" &&
+    test "$(conflicts_of $id n1)" = 0 &&
+    find $OUT -name ".*.part" >$TRASH/parts && test ! -s $TRASH/parts
+'
+
 # One writer per outbox.  The migrator hangs on a GFS write; the agent
 # is killed meanwhile, and the migrator, its parent-death SIGKILL
 # pending, sleeps on in the kernel (D: the request is the daemon's).
