@@ -38,6 +38,7 @@
 #define RESPAWN_MS 10000 /* one that could not be started */
 #define STATUS_FAILURES_MAX 5
 #define WAIT_FOREVER_MS 86400000
+#define ANSWER_WALK_MAX 4096 /* entries an answer without a count looks at */
 
 static struct mig *migs;
 static unsigned stalls_total; /* migrators killed by StallTimeout */
@@ -402,7 +403,8 @@ static void answer (struct agent *a, struct mig *g, struct migrate_waiter *w,
          * could sync): what the write cache holds without a record of
          * its arrival */
         char first[PATH_MAX];
-        int missing = migrate_outbox_missing (a, g, first, sizeof (first));
+        int missing = migrate_outbox_missing (a, g, first, sizeof (first),
+                                              ANSWER_WALK_MAX);
         json_object_set_new (o, "pending", json_integer (missing));
         if (missing && first[0]) {
             json_object_set_new (o, "first_path", json_string (first));
@@ -435,7 +437,7 @@ static void answer (struct agent *a, struct mig *g, struct migrate_waiter *w,
 static bool finish (struct agent *a, struct mig *g)
 {
     char first[PATH_MAX];
-    int missing = migrate_outbox_missing (a, g, first, sizeof (first));
+    int missing = migrate_outbox_missing (a, g, first, sizeof (first), -1);
 
     if (missing) {
         /* never drop what did not arrive: look again */

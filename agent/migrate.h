@@ -224,9 +224,10 @@ int migrate_outbox_parse_dirs (json_t *dirs, json_t *urls,
                                struct migrate_spec *s, tier_error_t *error);
 int migrate_outbox_write_dirs (struct agent *a, const struct mig *g);
 /* Regular files of g's write caches with no record of arrival: their
- * number, and the first (its GFS path) into first. */
+ * number, and the first (its GFS path) into first.  At most max_entries
+ * entries are looked at (< 0: all); one not seen counts as missing. */
 int migrate_outbox_missing (struct agent *a, const struct mig *g, char *first,
-                            size_t size);
+                            size_t size, long max_entries);
 void migrate_outbox_remove (struct agent *a, const struct mig *g);
 /* Call fn for every outbox a previous life left (with its job and dirs). */
 typedef void (*migrate_outbox_f) (struct agent *a, const struct store_job *job,

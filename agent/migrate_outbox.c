@@ -202,6 +202,7 @@ struct verify_ctx {
     int missing;
     int first_k;
     char first[PATH_MAX];
+    long budget; /* entries still to look at; < 0: all */
 };
 
 static void verify_walk (struct verify_ctx *vc, int dfd, const char *rel,
@@ -217,6 +218,12 @@ static void verify_walk (struct verify_ctx *vc, int dfd, const char *rel,
     }
     while ((de = migrate_dir_next (d, rel, sub, sizeof (sub)))) {
         struct stat st;
+        if (vc->budget == 0) {
+            vc->missing += !vc->missing; /* not all seen: not all there */
+            break;
+        }
+        if (vc->budget > 0)
+            vc->budget--;
         if (fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
         if (S_ISDIR (st.st_mode)) {
@@ -240,9 +247,9 @@ static void verify_walk (struct verify_ctx *vc, int dfd, const char *rel,
 }
 
 int migrate_outbox_missing (struct agent *a, const struct mig *g, char *first,
-                            size_t size)
+                            size_t size, long max_entries)
 {
-    struct verify_ctx vc = { .a = a, .g = g };
+    struct verify_ctx vc = { .a = a, .g = g, .budget = max_entries };
 
     for (int k = 0; k < g->spec.ndirs; k++) {
         int fd;
