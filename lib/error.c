@@ -6,15 +6,55 @@
 #endif
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "error.h"
+
+size_t tier_text_escape (const char *in, char *out, size_t size)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0;
+
+    if (size == 0)
+        return 0;
+    for (; *in; in++) {
+        unsigned char c = (unsigned char) *in;
+        char e[5];
+        size_t len = 1;
+
+        e[0] = (char) c;
+        if (c == '\n' || c == '\r' || c == '\t') {
+            e[0] = '\\';
+            e[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+            len = 2;
+        }
+        else if (c < 0x20 || c == 0x7f) {
+            e[0] = '\\';
+            e[1] = 'x';
+            e[2] = hex[c >> 4];
+            e[3] = hex[c & 15];
+            len = 4;
+        }
+        if (n + len >= size)
+            break; /* cut before a whole escape, never inside one */
+        memcpy (out + n, e, len);
+        n += len;
+    }
+    out[n] = '\0';
+    return n;
+}
 
 int tier_verrprintf (tier_error_t *error, const char *fmt, va_list ap)
 {
     int saved = errno;
 
-    if (error)
-        (void) vsnprintf (error->text, sizeof (error->text), fmt, ap);
+    if (error) {
+        /* formatted apart: the arguments may include error->text */
+        char text[sizeof (error->text)];
+
+        (void) vsnprintf (text, sizeof (text), fmt, ap);
+        (void) tier_text_escape (text, error->text, sizeof (error->text));
+    }
     errno = saved;
     return -1;
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "error.h"
 #include "trust.h"
 #include "log.h"
 
@@ -142,15 +143,17 @@ int tier_log_get_level (void)
 
 static void vlog (int level, int errnum, const char *fmt, va_list ap)
 {
-    char msg[2048];
+    char raw[2048], msg[2048];
     size_t n;
 
     if (level > logger.level)
         return;
-    (void) vsnprintf (msg, sizeof (msg), fmt, ap);
-    n = strlen (msg);
-    if (errnum && n < sizeof (msg))
-        (void) snprintf (msg + n, sizeof (msg) - n, ": %s", strerror (errnum));
+    (void) vsnprintf (raw, sizeof (raw), fmt, ap);
+    n = strlen (raw);
+    if (errnum && n < sizeof (raw))
+        (void) snprintf (raw + n, sizeof (raw) - n, ": %s", strerror (errnum));
+    /* one line, whatever a path in it holds */
+    (void) tier_text_escape (raw, msg, sizeof (msg));
 
     if (logger.dest == TIER_LOG_SYSLOG) {
         syslog (level, "%s", msg);

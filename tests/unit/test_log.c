@@ -9,6 +9,7 @@
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include "lib/error.h"
 #include "lib/log.h"
 #include "unit.h"
 
@@ -96,6 +97,31 @@ static void test_levels (void **state)
     assert_string_equal (tier_log_level_name (99), "unknown");
 }
 
+/* tier_text_escape, and the error text that goes through it */
+static void test_escape (void **state)
+{
+    char out[32];
+    tier_error_t e;
+
+    (void) state;
+    assert_int_equal (tier_text_escape ("a\tb\r\n\x01\x7f\xc3\xa9", out,
+                                        sizeof (out)),
+                      18);
+    assert_string_equal (out, "a\\tb\\r\\n\\x01\\x7f\xc3\xa9");
+    /* cut before an escape that does not fit, never inside one */
+    assert_int_equal (tier_text_escape ("abcdefghijklm\n", out, 15), 13);
+    assert_string_equal (out, "abcdefghijklm");
+    assert_int_equal (tier_text_escape ("abc", out, 1), 0);
+    assert_string_equal (out, "");
+    errno = EPERM;
+    tier_errprintf (&e, "%s: %s", "/gfs/x\ny", "denied");
+    assert_int_equal (errno, EPERM);
+    assert_string_equal (e.text, "/gfs/x\\ny: denied");
+    /* its own text as an argument */
+    tier_errprintf (&e, "job 4: %s", e.text);
+    assert_string_equal (e.text, "job 4: /gfs/x\\ny: denied");
+}
+
 static void test_file (void **state)
 {
     char path[] = "/tmp/test_log.XXXXXX";
@@ -118,6 +144,8 @@ static void test_file (void **state)
     assert_int_equal (unlink (path), 0);
     assert_int_equal (tier_log_reopen (), 0);
     tier_log (LOG_NOTICE, "after rotation");
+    /* a path a user chose cannot forge a line, nor reach a terminal */
+    tier_log (LOG_NOTICE, "open %s", "/gfs/a\n2026-12-05 tierd[1]: err: forged\t\x1b[2J\x7f");
     tier_log_fini ();
     fd = open (path, O_RDONLY);
     assert_true (fd >= 0);
@@ -128,6 +156,10 @@ static void test_file (void **state)
     assert_non_null (strstr (buf, "t["));
     assert_null (strstr (buf, "hello 42"));     /* went to the old file */
     assert_non_null (strstr (buf, "notice: after rotation"));
+    assert_non_null (strstr (buf, "notice: open /gfs/a\\n2026-12-05 tierd[1]: "
+                                  "err: forged\\t\\x1b[2J\\x7f\n"));
+    assert_null (strstr (buf, "\nerr: forged"));
+    assert_null (strchr (buf, '\x1b'));
     unlink (path);
     assert_int_equal (tier_log_init ("t", TIER_LOG_FILE, NULL, LOG_INFO), -1);
 }
@@ -277,6 +309,7 @@ int main (void)
         cmocka_unit_test (test_stderr),
         cmocka_unit_test (test_syslog),
         cmocka_unit_test (test_file),
+        cmocka_unit_test (test_escape),
         cmocka_unit_test (test_limited),
     };
     return UNIT_RUN (tests);
