@@ -20,16 +20,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lib/conf.h"
 #include "lib/counters.h"
+#include "lib/error.h"
 #include "lib/state.h"
 #include "lib/units.h"
 #include "ctl.h"
 
 #define NODES_MAX 4096
+#define SNAP_MAX (16 << 20) /* bytes of one node's snapshot */
 
 struct node_snap {
     char node[64];
@@ -96,14 +99,29 @@ static int stats_dir (struct ctl *ctl, const char *user, char *out,
     return 0;
 }
 
-/* Read one node's snapshot (JSON); NULL on any problem (reported). */
+/* Read one node's snapshot (JSON); NULL on any problem (reported).  The
+ * user's own directory: a FIFO there must not hang root's tierctl
+ * (O_NONBLOCK, then only a regular file is read, at most SNAP_MAX
+ * bytes), a name must not reach the terminal unescaped. */
 static json_t *read_snap (int dirfd, const char *name)
 {
+    char shown[3 * NAME_MAX];
     json_error_t jerr;
+    struct stat st;
     json_t *o;
-    int fd = openat (dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat (dirfd, name,
+                     O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     FILE *f;
 
+    (void) tier_text_escape (name, shown, sizeof (shown));
+    if (fd >= 0
+        && (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode)
+            || st.st_size > SNAP_MAX)) {
+        fprintf (stderr, "tierctl stats: %s: not a snapshot (%s)\n", shown,
+                 S_ISREG (st.st_mode) ? "too large" : "not a regular file");
+        close (fd);
+        return NULL;
+    }
     if (fd < 0 || !(f = fdopen (fd, "r"))) {
         if (fd >= 0)
             close (fd);
@@ -113,8 +131,8 @@ static json_t *read_snap (int dirfd, const char *name)
     fclose (f);
     if (!o || !json_is_object (o)) {
         /* the contents are never echoed: only the file and the problem */
-        fprintf (stderr, "tierctl stats: %s: not a snapshot (line %d)\n",
-                 name, jerr.line);
+        fprintf (stderr, "tierctl stats: %s: not a snapshot (line %d)\n", shown,
+                 jerr.line);
         json_decref (o);
         return NULL;
     }
@@ -165,8 +183,12 @@ static int load_batch (const char *dir, uint32_t batch, uint32_t job,
             ctr = json_object_get (o, "counters");
         ns = &ag->nodes[ag->nnodes++];
         memset (ns, 0, sizeof (*ns));
-        (void) snprintf (ns->node, sizeof (ns->node), "%.*s", (int) (n - 5),
-                         de->d_name);
+        {
+            char node[NAME_MAX + 1];
+            (void) snprintf (node, sizeof (node), "%.*s", (int) (n - 5),
+                             de->d_name);
+            (void) tier_text_escape (node, ns->node, sizeof (ns->node));
+        }
         counters_from_json (ctr, &ns->c);
         tier_counters_merge (&ag->total, &ns->c);
         ns->time = json_integer_value (json_object_get (o, "time"));

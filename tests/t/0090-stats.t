@@ -163,6 +163,20 @@ test_expect_success 'a corrupt snapshot is reported by file, never echoed' '
     (cd $H && as_user alice $TIERCTL stats --batch $BATCH) 2>$TRASH/bad >/dev/null;
     cat $TRASH/bad && grep -q "zz.json: not a snapshot" $TRASH/bad && ! grep -q SECRET $TRASH/bad; rm -f $d/zz.json
 '
+# alice's own stats directory is hers to fill: a FIFO named like a
+# snapshot must not hang root's tierctl, a file name must not reach the
+# terminal with its escape sequences
+test_expect_success 'root reads alice'"'"'s batch past her FIFO and her escape-laden file names' '
+    d=$GFS/.tier/users/alice/stats/$BATCH &&
+    mkfifo $d/zfifo.json && echo x >"$d/z$(printf "\\033")[2J.json" &&
+    chown alice $d/zfifo.json "$d/z$(printf "\\033")[2J.json" &&
+    timeout 30 $TIERCTL stats --batch $BATCH --user=alice >$TRASH/esc.out 2>$TRASH/esc.err; rc=$?;
+    rm -f $d/zfifo.json "$d/z$(printf "\033")[2J.json"; cat $TRASH/esc.err &&
+    test $rc = 0 && grep -q "^batch $BATCH (alice)" $TRASH/esc.out &&
+    grep -q "zfifo.json: not a snapshot (not a regular file)" $TRASH/esc.err &&
+    grep -qF "z\\x1b[2J.json: not a snapshot" $TRASH/esc.err &&
+    ! grep -q "$(printf "\033")" $TRASH/esc.out $TRASH/esc.err
+'
 test_have_prereq ROOT && command -v strace >/dev/null && test_set_prereq STRACE
 job_running () { test "$(job_state "$1")" = RUNNING; }
 # The GFS takes the stats snapshot of n1 and does not answer (its rename

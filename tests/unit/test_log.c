@@ -145,7 +145,8 @@ static void test_file (void **state)
     assert_int_equal (tier_log_reopen (), 0);
     tier_log (LOG_NOTICE, "after rotation");
     /* a path a user chose cannot forge a line, nor reach a terminal */
-    tier_log (LOG_NOTICE, "open %s", "/gfs/a\n2026-12-05 tierd[1]: err: forged\t\x1b[2J\x7f");
+    tier_log (LOG_NOTICE, "open %s",
+              "/gfs/a\n2026-12-05 tierd[1]: err: forged\t\x1b[2J\x7f");
     tier_log_fini ();
     fd = open (path, O_RDONLY);
     assert_true (fd >= 0);
@@ -305,12 +306,9 @@ static void test_limited (void **state)
 int main (void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test (test_levels),
-        cmocka_unit_test (test_stderr),
-        cmocka_unit_test (test_syslog),
-        cmocka_unit_test (test_file),
-        cmocka_unit_test (test_escape),
-        cmocka_unit_test (test_limited),
+        cmocka_unit_test (test_levels), cmocka_unit_test (test_stderr),
+        cmocka_unit_test (test_syslog), cmocka_unit_test (test_file),
+        cmocka_unit_test (test_escape), cmocka_unit_test (test_limited),
     };
     return UNIT_RUN (tests);
 }
