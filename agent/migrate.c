@@ -726,8 +726,9 @@ void migrate_conn_gone (struct agent *a, struct conn *c)
     }
 }
 
-/* The node's migrations; the files that failed (and why) only of the
- * caller's own jobs (all of them for root and SlurmUser).
+/* The node's migrations: the totals, and the jobs (their migrators, the
+ * files that failed and why) only of the caller's own (all of them for
+ * root and SlurmUser).
  */
 json_t *migrate_status_json (struct agent *a, uid_t uid)
 {
@@ -739,12 +740,16 @@ json_t *migrate_status_json (struct agent *a, uid_t uid)
         pending += g->pending;
         failed += g->failed;
         conflicts += g->conflicts;
+        /* the node's totals for all; jobs, migrator pids and files only
+         * to their owner (and root, SlurmUser) */
+        if (g->uid != uid && !agent_privileged (a, uid))
+            continue;
         o = json_pack ("{s:I s:i s:i s:i s:b s:i s:i s:i}", "job_id",
                        (json_int_t) g->job_id, "pending", g->pending, "failed",
                        g->failed, "conflicts", g->conflicts, "ended", g->ended,
                        "migrator", (int) g->pid, "stalled", (int) g->stalls,
                        "stuck_migrator", (int) g->stuck);
-        if (o && g->failed && (g->uid == uid || agent_privileged (a, uid))) {
+        if (o && g->failed) {
             json_t *f = migrate_rec_failures (a, g, STATUS_FAILURES_MAX);
             json_object_set_new (o, "failures", f ? f : json_array ());
         }

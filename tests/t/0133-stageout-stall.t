@@ -68,6 +68,16 @@ import json,sys; m=json.load(sys.stdin)[\"migrations\"]
 j=[j for j in m[\"jobs\"] if j[\"job_id\"]==$id][0]
 assert m[\"stalled_migrators\"]==1 and j[\"stalled\"]==1 and j[\"stuck_migrator\"]>0, m"
 '
+# another user sees the node's totals, never alice's job or migrator
+test_expect_success 'bob'"'"'s tierctl status counts the node'"'"'s migrations but shows none of alice'"'"'s jobs' '
+    id=$(cat $TRASH/a) &&
+    (cd $BH && as_user bob $TIERCTL -N n1 status) >$TRASH/bst && cat $TRASH/bst &&
+    grep -q "^migrations: .* 1 migrator(s) stalled (StallTimeout)$" $TRASH/bst &&
+    ! grep -q "job $id" $TRASH/bst &&
+    (cd $BH && as_user bob $TIERCTL -N n1 status --json) | python3 -c "
+import json,sys; m=json.load(sys.stdin)[\"migrations\"]
+assert not [j for j in m[\"jobs\"] if j[\"job_id\"]==$id], m"
+'
 # The batch step's end waits 10 s: the migrator is stuck by then, and
 # the job's stderr and record say so; the epilog waits StageOutTimeout.
 test_expect_success 'the job'"'"'s stderr and record say its migrator is stuck; the epilog returns at StageOutTimeout, late' '
