@@ -420,6 +420,16 @@ static json_t *out_of_memory (int fd, tier_error_t *error)
     return NULL;
 }
 
+/* The fetches of uid queued (not yet running). */
+static unsigned queued_of (const struct replicas *r, uid_t uid)
+{
+    unsigned n = 0;
+
+    for (const struct fetch *f = r->fetches; f; f = f->next)
+        n += !f->child && !f->done && f->uid == uid;
+    return n;
+}
+
 /* Serve a checked request: a hit, a wait for a copy in flight, or a new
  * fetch.  Consumes rq->fd.
  */
@@ -471,6 +481,28 @@ static json_t *serve (struct agent *a, struct conn *c, struct replica_req *rq,
         free (w);
         tier_log_limited (&r->log_full, LOG_WARNING, "replica of %s not "
                           "made: %s (read from the GFS)", rq->path, why);
+        return replica_fallthrough (a, rq->job, "%s", why);
+    }
+    if (queued_of (r, rq->uid) >= a->conf->fetches_per_user) {
+        /* each queued fetch holds its source's descriptor: a user
+         * asking for ever more (and leaving) must not exhaust the
+         * agent's; the user's other fetches still land */
+        close (rq->fd);
+        free (w);
+        (void) snprintf (why, sizeof (why),
+                         "%u of uid %u's fetches are queued on node %s "
+                         "(FetchesPerUser)",
+                         a->conf->fetches_per_user, (unsigned) rq->uid,
+                         a->node);
+        if (!rq->job) {
+            errno = EAGAIN;
+            tier_errprintf (error, "%s: try again later", why);
+            return NULL;
+        }
+        tier_log_limited (&r->log_queue, LOG_WARNING,
+                          "replica of %s not "
+                          "made now: %s (read from the GFS)",
+                          rq->path, why);
         return replica_fallthrough (a, rq->job, "%s", why);
     }
     if (!(f = fetch_new (rq))) {

@@ -104,7 +104,9 @@ struct replicas {
     char scopes_ok[REPLICA_SCOPES_MAX][24]; /* scope directories made */
     int nscopes_ok;
     struct tier_log_limit log_full; /* opens that fell through: BB full */
-    struct tier_log_limit log_big;  /* ... a file larger than the BB */
+    struct tier_log_limit
+        log_queue;                 /* opens that fell through: FetchesPerUser */
+    struct tier_log_limit log_big; /* ... a file larger than the BB */
 };
 
 /* replica_index.c: the table; what is in LMDB follows it. */

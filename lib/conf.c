@@ -63,6 +63,7 @@ static const struct conf_key keys[] = {
     { "GfsStreams", CONF_COUNT, OFF (gfs_streams), 0 },
     { "UserBandwidth", CONF_SIZE, OFF (user_bandwidth), 0 },
     { "ClientsPerUser", CONF_COUNT, OFF (clients_per_user), 0 },
+    { "FetchesPerUser", CONF_COUNT, OFF (fetches_per_user), 0 },
     { "ReplicaWait", CONF_SEC, OFF (replica_wait), 0 },
     { "AllowedRoots", CONF_PATHLIST, OFF (allowed_roots),
       OFF (allowed_roots_count) },
@@ -158,6 +159,7 @@ struct tier_conf *tier_conf_create (const char *node)
     conf->bb_lock_stale = 30;
     conf->gfs_streams = 4;
     conf->clients_per_user = 64;
+    conf->fetches_per_user = 64;
     conf->replica_wait = 600;
     if (!(conf->socket_dir = strdup ("/run/tier"))
         || !(conf->state_dir = strdup ("/var/lib/tier"))

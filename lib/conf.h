@@ -46,6 +46,8 @@ struct tier_conf {
                                  * GFS streams on a node (0: unlimited) */
     unsigned clients_per_user;  /* ClientsPerUser: a user's connections to
                                  * the agent at once (root: no limit) */
+    unsigned fetches_per_user;  /* FetchesPerUser: a user's replica fetches
+                                 * queued on the node (not yet running) */
     uint64_t replica_wait;      /* ReplicaWait (s): an open waits this long
                                  * for a replica, then reads the GFS */
     char **allowed_roots;       /* AllowedRoots: comma-separated */

@@ -32,6 +32,14 @@
 #                                            then keep the descriptor
 #                                            until GOFILE exists (its own
 #                                            close may hang: FUSE flush)
+#   rawclient.py SOCKET fetches FILE...      a replica.open for each FILE,
+#                                            each on its own connection
+#                                            with its descriptor, all sent
+#                                            before any reply is read; then
+#                                            1 s for replies; print one
+#                                            line a FILE: "deferred" (no
+#                                            reply: a fetch queued), or
+#                                            the reply's body; then close
 #
 # Frame: magic "TIR1", u16 version, u16 type (1 request, 2 response),
 # u32 id, u32 length, host byte order; then the JSON body.
@@ -248,8 +256,31 @@ def hostile(path, file, gofile):
     os._exit(0)
 
 
+def fetches(path, files):
+    conns = []
+    for f in files:
+        s = connect(path)
+        body = ('{"op":"replica.open","path":"%s"}' % f).encode()
+        fd = os.open(f, os.O_RDONLY)
+        socket.send_fds(s, [HDR.pack(MAGIC, 1, 1, 7, len(body)) + body], [fd])
+        os.close(fd)
+        conns.append(s)
+    deadline = time.monotonic() + 1.0
+    for f, s in zip(files, conns):
+        s.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            r = read_reply(s)
+            print("%s: %s" % (f, "closed" if r is None else r[3]))
+        except socket.timeout:
+            print("%s: deferred" % f)
+        s.close()
+
+
 def main():
     path, what = sys.argv[1], sys.argv[2]
+    if what == "fetches":
+        fetches(path, sys.argv[3:])
+        return
     if what == "hold":
         hold(path, int(sys.argv[3]), sys.argv[4])
         return

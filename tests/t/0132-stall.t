@@ -15,7 +15,7 @@ test_description='stalls: a child stuck on a hung GFS is abandoned, never waited
 test_have_prereq ROOT,SLURM,FUSE,USERS || skip_all "needs root, Slurm, FUSE and users"
 test_expect_success 'start the cluster (StallTimeout 3 s, one GFS stream a node)' '
     cluster_start --gfs-opts latency=0 &&
-    printf "%s\n" "StallTimeout = 3s" "GfsStreams = 1" >>$CLUSTER/etc/tier.conf
+    printf "%s\n" "StallTimeout = 3s" "GfsStreams = 1" "FetchesPerUser = 4" >>$CLUSTER/etc/tier.conf
 '
 [ -n "${CLUSTER:-}" ] || bail_out "no cluster"
 # whatever fails, no request is left hanging for the reset
@@ -214,6 +214,30 @@ test_expect_success 'the fetch is retried: the next job reads the right bytes fr
     for r in $(find $BB/replicas/u$uid_alice -type f ! -name "*.lock"); do
         test "$(sum_of $r)" = "$RSUM" || exit 1
     done
+'
+
+# ------------------------------------------------- queued fetches, capped
+#
+# Each queued fetch holds its source's descriptor.  bob asks for ten
+# fetches at once on n3 (on ten connections, each closed after a second)
+# while the first to run hangs in a GFS read and holds the node's only
+# stream: FetchesPerUser (4) are queued, the rest are told at once to
+# read the GFS, naming the limit.  (The client runs without the
+# interposer, which would ask for the fetch itself at its open.)
+RAWPY="python3 $TIER_SRCDIR/tests/lib/rawclient.py"
+as_user bob mkdir -p "$BH/db"
+for i in 0 1 2 3 4 5 6 7 8 9; do mkfile bob $BHB/db/f$i 65536; done
+test_expect_success 'bob asks for more fetches than FetchesPerUser: the rest read the GFS at once' '
+    gfsemu_fault "$GFS" "home/bob/db/f*:read:hang:1" &&
+    (cd $BH && as_user bob srun -w n3 --tier-batch=$BH/db env -u LD_PRELOAD $RAWPY "$CLUSTER/run/tier/n3/tierd.sock" fetches \
+        $BH/db/f0 $BH/db/f1 $BH/db/f2 $BH/db/f3 $BH/db/f4 $BH/db/f5 $BH/db/f6 $BH/db/f7 $BH/db/f8 $BH/db/f9) \
+        >$TRASH/fq && cat $TRASH/fq &&
+    test "$(grep -c ": deferred$" $TRASH/fq)" = 5 &&
+    test "$(grep -c "fallthrough.*4 of uid $(id -u bob).s fetches are queued on node n3 (FetchesPerUser)" $TRASH/fq)" = 5 &&
+    grep "not made now: .*(FetchesPerUser) (read from the GFS)" $CLUSTER/log/tierd-n3.log &&
+    (cd $H && as_user alice $TIERCTL -N n3 ping) &&
+    gfsemu_fault_clear "$GFS" && wait_for 10 unhung && wait_for 30 streams_free n3 &&
+    wait_for 30 no_procs n3 tierd-fetch
 '
 
 test_expect_success 'no node was drained' 'no_drain'

@@ -35,6 +35,7 @@ static const char *full = "# a full configuration\n"
                           "Enabled = no\n"
                           "AgentTimeout = 5s\n"
                           "ClientsPerUser = 200\n"
+                          "FetchesPerUser = 7\n"
                           "SitePolicyDir = /etc/tier/site.d/%n/\n"
                           "EndpointCAFile = /etc/tier/ca-%n.pem\n"
                           "EndpointPartSize = 16M\n"
@@ -53,6 +54,7 @@ static void test_defaults (void **state)
     assert_string_equal (conf->shared_state_dir, "");
     assert_true (conf->enabled);
     assert_int_equal (conf->clients_per_user, 64);
+    assert_int_equal (conf->fetches_per_user, 64);
     assert_int_equal (conf->allowed_roots_count, 0);
     assert_non_null (strstr (conf->site_policy_dir, "/policies.d"));
     assert_string_equal (conf->endpoint_ca_file, "");
@@ -88,6 +90,7 @@ static void test_full (void **state)
     assert_false (conf->enabled);
     assert_true (conf->agent_timeout_ms == 5000);
     assert_int_equal (conf->clients_per_user, 200);
+    assert_int_equal (conf->fetches_per_user, 7);
     assert_string_equal (conf->site_policy_dir, "/etc/tier/site.d/n2");
     assert_string_equal (conf->endpoint_ca_file, "/etc/tier/ca-n2.pem");
     assert_true (conf->endpoint_part_size == 16ULL << 20);
@@ -143,6 +146,7 @@ static void test_errors (void **state)
     expect_error ("LogLevel = chatty\n", "LogLevel: must be error");
     expect_error ("Enabled = maybe\n", "Enabled: must be yes or no");
     expect_error ("ClientsPerUser = 0\n", "ClientsPerUser: ");
+    expect_error ("FetchesPerUser = 1025\n", "FetchesPerUser: ");
     expect_error ("AllowedRoots = /gfs,,/x\n", "empty list item");
     expect_error ("AllowedRoots = /gfs,\n", "empty list item");
     expect_error ("AllowedRoots = /\n", "'/' may not be an allowed root");
