@@ -10,6 +10,24 @@
 
 #include "error.h"
 
+/* The length of s[0..n) without a UTF-8 sequence cut short at its end (a
+ * text cut to fit, here or by vsnprintf): JSON, which carries these
+ * texts, takes only whole characters. */
+static size_t utf8_whole (const char *s, size_t n)
+{
+    size_t i = n, need;
+
+    while (i > 0 && n - i < 4 && ((unsigned char) s[i - 1] & 0xc0) == 0x80)
+        i--;
+    if (i == 0 || (unsigned char) s[i - 1] < 0xc0)
+        return n; /* ASCII last, or no lead byte: nothing to trim */
+    i--;          /* the lead byte */
+    need = (unsigned char) s[i] >= 0xf0   ? 4
+           : (unsigned char) s[i] >= 0xe0 ? 3
+                                          : 2;
+    return n - i < need ? i : n;
+}
+
 size_t tier_text_escape (const char *in, char *out, size_t size)
 {
     static const char hex[] = "0123456789abcdef";
@@ -40,6 +58,7 @@ size_t tier_text_escape (const char *in, char *out, size_t size)
         memcpy (out + n, e, len);
         n += len;
     }
+    n = utf8_whole (out, n);
     out[n] = '\0';
     return n;
 }

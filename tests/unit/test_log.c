@@ -111,6 +111,13 @@ static void test_escape (void **state)
     /* cut before an escape that does not fit, never inside one */
     assert_int_equal (tier_text_escape ("abcdefghijklm\n", out, 15), 13);
     assert_string_equal (out, "abcdefghijklm");
+    /* never a UTF-8 character cut in two: the cut, or the input's end */
+    assert_int_equal (tier_text_escape ("abcd\xc3\xa9", out, 6), 4);
+    assert_string_equal (out, "abcd");
+    assert_int_equal (tier_text_escape ("ab\xe2\x82", out, sizeof (out)), 2);
+    assert_int_equal (tier_text_escape ("ab\xe2\x82\xac", out, sizeof (out)),
+                      5);
+    assert_int_equal (tier_text_escape ("\xf0\x9f\x98", out, sizeof (out)), 0);
     assert_int_equal (tier_text_escape ("abc", out, 1), 0);
     assert_string_equal (out, "");
     errno = EPERM;
