@@ -193,6 +193,7 @@ int replica_flush (struct agent *a);
 
 /* mirror.c: eager mode, fully prefetched batch directories bound into
  * the job's namespace */
+void mirror_conn_gone (struct agent *a, struct conn *c);
 json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
                            tier_error_t *error);
 void mirror_job_binds (struct agent *a, const struct store_job *job,

@@ -30,7 +30,11 @@
  * (child.c's child_call, "tierd-walk") with the job's credentials
  * (lib/cred.h's TIER_CRED_DATA: the job's group list; outside a job, the
  * user's groups from NSS), which answers with one message of
- * replica_msg.h (the manifest in a sealed memfd).
+ * replica_msg.h (the manifest in a sealed memfd).  For a replica.mirror
+ * request the whole of it -- the walker, the sort, the tree of hard links
+ * on the BB -- runs in a root child ("tierd-mirror", one a user at a
+ * time) that reports once (repmsg_mirror_proto): the agent's loop only
+ * starts it and answers.
  *
  * Owns BBDir/mirrors/.  Calls child.c, replica_msg.c, replica.c (keys,
  * the caller's policy), policy.c, jobs.c (jobs_cred) and lib/trust.h for
@@ -45,10 +49,12 @@
 #include <jansson.h>
 #include <limits.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lib/clock.h"
@@ -66,13 +72,16 @@
 #define MANIFEST_MAX REPMSG_MANIFEST_MAX /* bytes */
 #define ENTRIES_MAX 200000
 #define DEPTH_MAX 64
-/* The agent serves every client from one loop: the walks of the sources
- * (tierctl prefetch --bind, and again at each job start, for all the
- * job's mirrors together) hold it this long at most.  A directory the
- * agent cannot walk in time is not mirrored or not bound, and its jobs
- * use the interposer.
+/* A walk of a source takes this long at most: tierctl prefetch --bind's
+ * (in the builder, off the loop), and again at each job start, for all
+ * the job's mirrors together (on the loop: mirror_job_binds).  A
+ * directory that cannot be walked in time is not mirrored or not bound,
+ * and its jobs use the interposer.
  */
 #define WALK_MS 5000
+/* A replica.mirror's builder (off the loop: the walk, then the tree of
+ * hard links on the BB), within the client's AgentTimeout (10 s). */
+#define MIRROR_MS 9000
 
 /* ------------------------------------------------ the walk, as the user */
 
@@ -665,50 +674,113 @@ static const char *mirror_req (struct agent *a, struct conn *c, json_t *req,
     return dir;
 }
 
-/* replica.mirror {path}: after tierctl prefetch --bind, make the mirror
- * of the batch directory path for the caller's jobs.
- */
-json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
-                           tier_error_t *error)
-{
-    const char *dir;
-    char name[32], build[64], path[PATH_MAX];
+/* A mirror being made for a replica.mirror request: one a user at a
+ * time.  The builder (root, "tierd-mirror") runs the walker as the user,
+ * sorts its manifest and builds and publishes the tree on the BB, all
+ * off the agent's loop; the request is answered when it reports. */
+struct mirror_run {
+    struct agent *a;
+    struct conn *c; /* who asked; NULL once gone or answered */
+    uint32_t msgid;
+    uid_t uid;
+    char dir[PATH_MAX];
     struct tier_cred cred;
-    json_int_t files = 0, bytes = 0;
-    char *m = NULL;
-    int ufd = -1, sfd = -1, wfd = -1;
-    json_t *res = NULL;
+    struct mirror_run *next;
+};
+static struct mirror_run *runs;
 
-    if (!(dir = mirror_req (a, c, req, &cred, error))
-        || !(m = manifest_of (a, &cred, dir, tier_now_ms () + WALK_MS, error)))
+/* The walker, from the builder: its manifest (malloc'd, sorted lines),
+ * or NULL with the reason in error. */
+static char *builder_walk (struct mirror_run *m, tier_error_t *error)
+{
+    struct child_spec spec = {
+        .name = "tierd-walk",
+        .cred = &m->cred,
+        .mode = TIER_CRED_DATA,
+        .proto = &repmsg_walk_proto,
+        .main = walker_main,
+        .arg = m->dir,
+    };
+    int type, chan, status, fds[1] = { -1 }, nfds = 0;
+    json_t *body = NULL;
+    char *text = NULL, *out;
+    pid_t pid;
+
+    (void) snprintf (spec.title, sizeof (spec.title), "tierd-walk uid %u %.96s",
+                     (unsigned) m->uid, m->dir);
+    if ((pid = child_spawn (&spec, &chan, error)) < 0)
         return NULL;
-    if ((ufd = user_mirrors (a, c->cred.uid, true)) < 0) {
-        tier_errprintf (error, "%s/mirrors: %s", a->conf->bb_dir,
+    if (chmsg_recv (chan, &repmsg_walk_proto, &type, &body, fds, &nfds, 1,
+                    WALK_MS, error)
+        < 0) {
+        if (errno == ETIMEDOUT)
+            tier_errprintf (error,
+                            "the walk of %s as uid %u did not finish "
+                            "within %d s",
+                            m->dir, (unsigned) m->uid, WALK_MS / 1000);
+        else
+            tier_errprintf (error, "the walk failed");
+    }
+    else
+        text = walk_answer (type, body, nfds > 0 ? fds[0] : -1, error);
+    if (nfds > 0)
+        close (fds[0]);
+    json_decref (body);
+    close (chan);
+    /* done, or given up on: one stuck in a GFS request is left to the
+     * agent (the subreaper) once this builder exits */
+    (void) kill (pid, SIGKILL);
+    for (int i = 0; i < 100 && waitpid (pid, &status, WNOHANG) == 0; i++)
+        (void) usleep (10000);
+    if (!text)
+        return NULL;
+    if (!(out = sorted_lines (text, strlen (text))))
+        tier_errprintf (error, "out of memory");
+    free (text);
+    return out;
+}
+
+/* The builder (a child_main_f; arg: the run): walk, build, publish. */
+static int builder_main (void *arg, int chan)
+{
+    struct mirror_run *run = arg;
+    struct agent *a = run->a;
+    struct repmsg msg = { .type = REPMSG_BUILD_ERROR };
+    char name[32], build[64], path[PATH_MAX];
+    json_int_t files = 0, bytes = 0;
+    tier_error_t error = { .text = "" };
+    int ufd = -1, sfd = -1, wfd = -1;
+    char *m;
+
+    if (!(m = builder_walk (run, &error)))
+        goto out;
+    if ((ufd = user_mirrors (a, run->uid, true)) < 0) {
+        tier_errprintf (&error, "%s/mirrors: %s", a->conf->bb_dir,
                         strerror (errno));
         goto out;
     }
     (void) snprintf (path, sizeof (path), "%.2048s/replicas/u%u",
-                     a->conf->bb_dir, (unsigned) c->cred.uid);
+                     a->conf->bb_dir, (unsigned) run->uid);
     sfd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     (void) snprintf (path, sizeof (path), "%.2048s/replicas/world",
                      a->conf->bb_dir);
     wfd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sfd < 0 && wfd < 0) {
-        errno = ENOENT;
-        tier_errprintf (error, "%s has no replicas yet (tierctl prefetch "
-                        "it first)", dir);
+        tier_errprintf (&error,
+                        "%s has no replicas yet (tierctl prefetch "
+                        "it first)",
+                        run->dir);
         goto out;
     }
-    (void) snprintf (name, sizeof (name), "%016llx", hash64 (dir));
+    (void) snprintf (name, sizeof (name), "%016llx", hash64 (run->dir));
     (void) snprintf (build, sizeof (build), ".build-%s", name);
-    if (mirror_build (ufd, build, dir, m, sfd, wfd, &files, &bytes, error) < 0
-        || mirror_publish (ufd, name, build, error) < 0)
+    if (mirror_build (ufd, build, run->dir, m, sfd, wfd, &files, &bytes, &error)
+            < 0
+        || mirror_publish (ufd, name, build, &error) < 0)
         goto out;
-    tier_log (LOG_INFO, "mirror of %s for uid %u: %lld files, %lld bytes",
-              dir, (unsigned) c->cred.uid, (long long) files,
-              (long long) bytes);
-    res = json_pack ("{s:s s:I s:I}", "dir", dir, "files", files, "bytes",
-                     bytes);
+    msg.type = REPMSG_BUILT;
+    msg.files = (uint64_t) files;
+    msg.bytes = (uint64_t) bytes;
 out:
     if (ufd >= 0)
         close (ufd);
@@ -717,7 +789,136 @@ out:
     if (wfd >= 0)
         close (wfd);
     free (m);
-    return res;
+    msg.error = error.text[0] ? error.text : "the mirror could not be made";
+    return repmsg_send (chan, &msg, -1) < 0 || msg.type != REPMSG_BUILT;
+}
+
+/* Answer the request (once; body is consumed).  The connection may close
+ * in server_reply: the run lets go of it first. */
+static void run_answer (struct mirror_run *run, char *body)
+{
+    struct conn *c = run->c;
+
+    if (!c) {
+        free (body);
+        return;
+    }
+    run->c = NULL;
+    c->waiting--;
+    server_reply (run->a, c, run->msgid, body);
+}
+
+static void on_builder_msg (struct agent *a, struct child *c, int type,
+                            json_t *body, int *fds, int nfds, void *owner)
+{
+    struct mirror_run *run = owner;
+    struct repmsg m;
+    tier_error_t e;
+    json_t *o;
+
+    (void) a;
+    (void) c;
+    (void) fds;
+    (void) nfds;
+    if (repmsg_unpack (type, body, &m, &e) < 0)
+        run_answer (run, rpc_error_body (EPROTO, "%s", e.text));
+    else if (m.type == REPMSG_BUILD_ERROR)
+        run_answer (run, rpc_error_body (EIO, "%s", m.error));
+    else {
+        tier_log (LOG_INFO,
+                  "mirror of %s for uid %u: %llu files, %llu "
+                  "bytes",
+                  run->dir, (unsigned) run->uid, (unsigned long long) m.files,
+                  (unsigned long long) m.bytes);
+        o = json_pack ("{s:s s:I s:I}", "dir", run->dir, "files",
+                       (json_int_t) m.files, "bytes", (json_int_t) m.bytes);
+        run_answer (run, o ? json_dumps (o, JSON_COMPACT) : NULL);
+        json_decref (o);
+    }
+    json_decref (body);
+}
+
+static void on_builder_done (struct agent *a, struct child *c, int status,
+                             void *owner)
+{
+    struct mirror_run *run = owner, **pp;
+
+    (void) a;
+    (void) c;
+    run_answer (run, rpc_error_body (EIO,
+                                     "the mirror of %s was not made: "
+                                     "its builder ended (status %d)",
+                                     run->dir, status));
+    for (pp = &runs; *pp && *pp != run; pp = &(*pp)->next)
+        ;
+    if (*pp)
+        *pp = run->next;
+    free (run);
+}
+
+void mirror_conn_gone (struct agent *a, struct conn *c)
+{
+    (void) a;
+    for (struct mirror_run *run = runs; run; run = run->next)
+        if (run->c == c) {
+            run->c = NULL;
+            c->waiting--;
+        }
+}
+
+/* replica.mirror {path}: after tierctl prefetch --bind, make the mirror
+ * of the batch directory path for the caller's jobs (answered once the
+ * builder reports).
+ */
+json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
+                           tier_error_t *error)
+{
+    struct child_spec spec = {
+        .name = "tierd-mirror",
+        .proto = &repmsg_mirror_proto,
+        .main = builder_main,
+        .deadline_ms = MIRROR_MS,
+        .on_msg = on_builder_msg,
+        .on_done = on_builder_done,
+    };
+    struct mirror_run *run;
+    struct tier_cred cred;
+    const char *dir;
+
+    if (!(dir = mirror_req (a, c, req, &cred, error)))
+        return NULL;
+    for (run = runs; run; run = run->next)
+        if (run->uid == c->cred.uid) {
+            errno = EBUSY;
+            tier_errprintf (error,
+                            "a mirror of yours is being made (%s): "
+                            "try again once it is done",
+                            run->dir);
+            return NULL;
+        }
+    if (!(run = calloc (1, sizeof (*run)))) {
+        errno = ENOMEM;
+        tier_errprintf (error, "out of memory");
+        return NULL;
+    }
+    run->a = a;
+    run->uid = c->cred.uid;
+    run->cred = cred;
+    (void) snprintf (run->dir, sizeof (run->dir), "%s", dir);
+    spec.arg = spec.owner = run;
+    (void) snprintf (spec.title, sizeof (spec.title),
+                     "tierd-mirror uid %u %.96s", (unsigned) run->uid,
+                     run->dir);
+    if (!child_start (a, &spec, error)) {
+        free (run);
+        return NULL;
+    }
+    run->c = c;
+    run->msgid = c->req_id;
+    c->waiting++;
+    run->next = runs;
+    runs = run;
+    return RPC_DEFERRED;
 }
 
 /* The mirrors to bind for a starting job: those of its user whose

@@ -31,6 +31,18 @@ static const struct chmsg_type walk_types[] = {
     { REPMSG_WALK_ERROR, "error" },
 };
 
+static const struct chmsg_type mirror_types[] = {
+    { REPMSG_BUILT, "built" },
+    { REPMSG_BUILD_ERROR, "error" },
+};
+
+const struct chmsg_proto repmsg_mirror_proto = {
+    .channel = "mirror builder",
+    .version = REPMSG_VERSION,
+    .types = mirror_types,
+    .ntypes = CHMSG_NTYPES (mirror_types),
+};
+
 const struct chmsg_proto repmsg_fetch_proto = {
     .channel = "replica fetcher",
     .version = REPMSG_VERSION,
@@ -56,6 +68,9 @@ const struct chmsg_proto *repmsg_proto (int type)
         case REPMSG_MANIFEST:
         case REPMSG_WALK_ERROR:
             return &repmsg_walk_proto;
+        case REPMSG_BUILT:
+        case REPMSG_BUILD_ERROR:
+            return &repmsg_mirror_proto;
     }
     return NULL;
 }
@@ -77,8 +92,15 @@ json_t *repmsg_pack (const struct repmsg *m)
             if (m->bytes <= REPMSG_MANIFEST_MAX)
                 o = json_pack ("{s:I}", "bytes", (json_int_t) m->bytes);
             break;
+        case REPMSG_BUILT:
+            if (m->bytes <= (uint64_t) INT64_MAX
+                && m->files <= (uint64_t) INT64_MAX)
+                o = json_pack ("{s:I s:I}", "files", (json_int_t) m->files,
+                               "bytes", (json_int_t) m->bytes);
+            break;
         case REPMSG_FAILED:
         case REPMSG_WALK_ERROR:
+        case REPMSG_BUILD_ERROR:
             if (m->error)
                 o = json_pack ("{s:s}", "error", m->error);
             break;
@@ -128,8 +150,21 @@ int repmsg_unpack (int type, json_t *body, struct repmsg *m,
             if (!json_is_object (body))
                 return refuse (type, error, "is not an object", NULL);
             return 0;
+        case REPMSG_BUILT: {
+            json_int_t files = -1, bytes = -1;
+            if (json_unpack_ex (body, &jerr, 0, "{s:I s:I}", "files", &files,
+                                "bytes", &bytes)
+                < 0)
+                return refuse (type, error, "is malformed", jerr.text);
+            if (files < 0 || bytes < 0)
+                return refuse (type, error, "has a negative count", NULL);
+            m->files = (uint64_t) files;
+            m->bytes = (uint64_t) bytes;
+            return 0;
+        }
         case REPMSG_FAILED:
         case REPMSG_WALK_ERROR:
+        case REPMSG_BUILD_ERROR:
             if (json_unpack_ex (body, &jerr, 0, "{s:s}", "error", &m->error)
                 < 0)
                 return refuse (type, error, "is malformed", jerr.text);

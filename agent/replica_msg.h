@@ -23,6 +23,12 @@
  *                          a message may be)
  *   error {error}          why the walk failed
  *
+ * The mirror builder (root; mirror.c: it runs the walker, then builds
+ * and publishes the mirror) -> the agent, one message,
+ * repmsg_mirror_proto:
+ *   built {files, bytes}   the mirror is in place
+ *   error {error}          why not
+ *
  * Owns the wire format only: calls jansson and chmsg.h, nothing of the
  * agent, so that both ends and the unit test share it.
  */
@@ -48,6 +54,9 @@ enum repmsg_type {
     REPMSG_WALK_ERROR,
     /* the fetcher's, before its result */
     REPMSG_PROGRESS,
+    /* the mirror builder's */
+    REPMSG_BUILT,
+    REPMSG_BUILD_ERROR,
 };
 
 /* Every member of every message; a message uses those listed above (the
@@ -55,12 +64,14 @@ enum repmsg_type {
  */
 struct repmsg {
     enum repmsg_type type;
-    uint64_t bytes;    /* copied, manifest, progress */
+    uint64_t bytes;    /* copied, manifest, progress, built */
+    uint64_t files;    /* built */
     const char *error; /* failed, error */
 };
 
 extern const struct chmsg_proto repmsg_fetch_proto;
 extern const struct chmsg_proto repmsg_walk_proto;
+extern const struct chmsg_proto repmsg_mirror_proto;
 
 /* The channel whose message type is (NULL if none). */
 const struct chmsg_proto *repmsg_proto (int type);

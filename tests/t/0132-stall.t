@@ -240,5 +240,34 @@ test_expect_success 'bob asks for more fetches than FetchesPerUser: the rest rea
     wait_for 30 no_procs n3 tierd-fetch
 '
 
+# ------------------------------------------------ a mirror's walk, hung
+#
+# tierctl prefetch --bind asks the agent for a mirror of the directory,
+# whose walk (as the user, by tier's walker alone) lists it on the GFS:
+# here that listing never answers.  The walk runs off the agent's loop
+# (the mirror's builder): pings with a 2 s AgentTimeout, once a second
+# while it hangs, all answer; the request fails naming the walk; once
+# the hang ends the walker is gone.
+as_user bob mkdir -p "$BH/mdb" && mkfile bob $BHB/mdb/m1 4096
+sed "/^AgentTimeout *=/d" $CLUSTER/etc/tier.conf >$TRASH/ping.conf && echo "AgentTimeout = 2s" >>$TRASH/ping.conf
+chmod 644 $TRASH/ping.conf
+test_expect_success 'a mirror whose walk hangs in the GFS: the agent answers throughout, the request fails naming the walk' '
+    (cd $BH && as_user bob $TIERCTL set policy $BH/mdb batch) &&
+    gfsemu_fault "$GFS" "home/bob/mdb:readdir:hang" &&
+    { (cd $BH && as_user bob $RAWPY "$CLUSTER/run/tier/n3/tierd.sock" request \
+        "{\"op\":\"replica.mirror\",\"path\":\"$BH/mdb\"}" >$TRASH/mir 2>&1) & } && mp=$! &&
+    wait_for 30 hung && : >$TRASH/mping.us &&
+    (for i in 1 2 3 4 5 6 7 8; do
+        t0=$(date +%s%N) &&
+        $CLUSTER/lib/tierctl -c $TRASH/ping.conf -N n3 ping >/dev/null || { echo "ping $i failed"; exit 1; }
+        echo $(( ($(date +%s%N) - t0) / 1000 )) >>$TRASH/mping.us && sleep 1
+    done) &&
+    echo "pings during the hung walk (us): $(tr "\n" " " <$TRASH/mping.us)" &&
+    { wait $mp || :; } && cat $TRASH/mir &&
+    grep -q "the walk of $BH/mdb as uid $(id -u bob) did not finish within 5 s" $TRASH/mir &&
+    gfsemu_fault_clear "$GFS" && wait_for 10 unhung &&
+    wait_for 30 no_procs n3 tierd-walk && wait_for 30 no_procs n3 tierd-mirror
+'
+
 test_expect_success 'no node was drained' 'no_drain'
 test_done

@@ -51,6 +51,8 @@ static void test_round_trips (void **state)
         { .type = REPMSG_FAILED, .error = "waited 30 s for the copy by n2" },
         { .type = REPMSG_MANIFEST, .bytes = REPMSG_MANIFEST_MAX },
         { .type = REPMSG_WALK_ERROR, .error = "/gfs/x: Permission denied" },
+        { .type = REPMSG_BUILT, .files = 150000, .bytes = 1ULL << 36 },
+        { .type = REPMSG_BUILD_ERROR, .error = "/gfs/db has no replicas yet" },
     };
 
     for (size_t i = 0; i < sizeof (ms) / sizeof (ms[0]); i++) {
@@ -58,6 +60,7 @@ static void test_round_trips (void **state)
         json_t *body = round_trip (&ms[i], &out);
 
         assert_true (out.bytes == ms[i].bytes);
+        assert_true (out.files == ms[i].files);
         if (ms[i].error)
             assert_string_equal (out.error, ms[i].error);
         else
@@ -66,6 +69,8 @@ static void test_round_trips (void **state)
     }
     assert_ptr_equal (repmsg_proto (REPMSG_FOUND), &repmsg_fetch_proto);
     assert_ptr_equal (repmsg_proto (REPMSG_MANIFEST), &repmsg_walk_proto);
+    assert_ptr_equal (repmsg_proto (REPMSG_BUILT), &repmsg_mirror_proto);
+    assert_ptr_equal (repmsg_proto (REPMSG_BUILD_ERROR), &repmsg_mirror_proto);
     assert_null (repmsg_proto (0));
     assert_null (repmsg_proto (99));
 }
@@ -171,6 +176,8 @@ static void test_pack_refusals (void **state)
         { .type = REPMSG_WALK_ERROR, .error = NULL },
         { .type = REPMSG_COPIED, .bytes = UINT64_MAX },
         { .type = REPMSG_MANIFEST, .bytes = REPMSG_MANIFEST_MAX + 1ULL },
+        { .type = REPMSG_BUILT, .files = UINT64_MAX },
+        { .type = REPMSG_BUILD_ERROR, .error = NULL },
     };
 
     for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++) {
