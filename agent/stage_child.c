@@ -24,6 +24,11 @@
  * input on one of the node's GFS streams (streams.c) within the user's
  * bandwidth.
  *
+ * A copier its user stops (it runs as them; a stopped one would hold a
+ * GFS stream for nothing) is killed within STOP_CHECK_MS, and one killed
+ * by anyone but its stager ends the stager without an outcome: the
+ * tasks waiting ask the agent to start the part again (stage.c).
+ *
  * The stall watchdog: the copier tells the stager of every chunk it
  * copies (progress, at most every 200 ms).  One that tells nothing for
  * StallTimeout, and is not waiting for a GFS stream, is stuck -- most
@@ -76,6 +81,7 @@
 
 #define STATUS_ERROR_MAX 4000 /* of an error in stage.status */
 #define STAGER_EXIT_AGAIN 3   /* no outcome: the copier was killed */
+#define STOP_CHECK_MS 1000    /* how often a silent copier is looked at */
 #define MSG_TIMEOUT_MS 10000  /* the rest of a message that began */
 #define KILL_GRACE_MS \
     1000 /* a killed copier that is not gone by then
@@ -482,6 +488,7 @@ struct stager {
     json_t *made; /* stage.made: [{path, dev, ino, ref}] */
     bool ok;
     bool abandoned; /* the copier: stuck, killed, not waited for */
+    int stopped;    /* the copier was stopped by this signal: killed */
     int64_t t0;
 };
 
@@ -786,12 +793,29 @@ static void copier_stalled (struct stager *s, pid_t pid, int pidfd)
                                   : "stopped");
 }
 
-/* Read the copier's messages until it closes its end, or says nothing
- * for StallTimeout while not waiting for a GFS stream. */
+/* The copier is stopped (its user may stop it: it runs as them): the
+ * signal that stopped it, or 0. */
+static int copier_stopped (pid_t pid)
+{
+    siginfo_t si;
+
+    memset (&si, 0, sizeof (si));
+    if (waitid (P_PID, (id_t) pid, &si, WSTOPPED | WNOHANG | WNOWAIT) == 0
+        && si.si_pid == pid && si.si_code == CLD_STOPPED)
+        return si.si_status;
+    return 0;
+}
+
+/* Read the copier's messages until it closes its end, says nothing for
+ * StallTimeout while not waiting for a GFS stream, or is stopped (looked
+ * at every STOP_CHECK_MS): a stopped copier holds the node's GFS stream
+ * for nothing, and is killed at once. */
 static void listen_copier (struct stager *s, int chan, pid_t pid, int pidfd)
 {
     uint64_t stall_s = s->r->conf->stall_timeout;
-    int stall_ms = stall_s > INT_MAX / 1000 ? INT_MAX : (int) stall_s * 1000;
+    int64_t stall_ms = stall_s > INT_MAX / 1000 ? INT_MAX
+                                                : (int64_t) stall_s * 1000;
+    int64_t last = tier_now_ms ();
     tier_error_t e;
     struct stagemsg m;
     json_t *body;
@@ -799,13 +823,31 @@ static void listen_copier (struct stager *s, int chan, pid_t pid, int pidfd)
 
     for (;;) {
         struct pollfd p = { .fd = chan, .events = POLLIN };
-        int rc = poll (&p, 1, s->st.queued || stall_s == 0 ? -1 : stall_ms);
+        int64_t wait = STOP_CHECK_MS;
+        int rc, sig;
 
+        if (!s->st.queued && stall_s) {
+            int64_t left = last + stall_ms - tier_now_ms ();
+            if (left <= 0) {
+                copier_stalled (s, pid, pidfd);
+                return;
+            }
+            if (left < wait)
+                wait = left;
+        }
+        rc = poll (&p, 1, (int) wait);
         if (rc < 0 && errno == EINTR)
             continue;
         if (rc == 0) {
-            copier_stalled (s, pid, pidfd);
-            return;
+            if ((sig = copier_stopped (pid))) {
+                if (pidfd < 0
+                    || syscall (SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0)
+                           < 0)
+                    (void) kill (pid, SIGKILL);
+                s->stopped = sig;
+                return;
+            }
+            continue;
         }
         if (chmsg_recv (chan, &stagemsg_copier_proto, &type, &body, NULL, NULL,
                         0, MSG_TIMEOUT_MS, &e)
@@ -814,6 +856,7 @@ static void listen_copier (struct stager *s, int chan, pid_t pid, int pidfd)
                 return;
             break;
         }
+        last = tier_now_ms ();
         if (stagemsg_unpack (type, body, &m, &e) < 0) {
             json_decref (body);
             break;
@@ -898,6 +941,16 @@ int stager_main (void *arg, int chan)
         ;
     s.ok = s.ok && WIFEXITED (status) && WEXITSTATUS (status) == 0;
     json_decref (s.made);
+    if (s.stopped) {
+        /* its user stopped it (it runs as them): killed at once, the
+         * part starts again as after any kill */
+        stager_log (&s, LOG_WARNING,
+                    "job %u: stage-in: its copier (pid %d) was stopped "
+                    "(signal %d, from outside); killed, the part is to "
+                    "start again",
+                    r->job_id, (int) pid, s.stopped);
+        return STAGER_EXIT_AGAIN;
+    }
     if (!s.ok && !s.err[0] && !s.abandoned && WIFSIGNALED (status)) {
         /* killed, not by the stager (the OOM killer, an admin): no
          * outcome, the stager ends for a fresh start, which the tasks
