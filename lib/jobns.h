@@ -48,6 +48,9 @@
 #define TIER_NS_FAILED      "failed"    /* plugin: they could not be */
 #define TIER_NS_SCRATCH     "scratch"   /* plugin: the pipeline directories
                                          * mounted, for the epilog */
+#define TIER_NS_KEEP \
+    "keep"                              /* plugin: the strongest --tier-keep
+                                         * a step of the job gave */
 #define TIER_NS_BOUND       "bound"     /* plugin: the eager-mode binds */
 #define TIER_NS_BIND_ERROR  "bind.error" /* plugin: why one was not made */
 #define TIER_NS_STAGEOUT    "stageout"  /* plugin: the write caches mounted */

@@ -597,6 +597,29 @@ static int node_check (spank_t sp, tier_error_t *error)
     return opts_check (&tier.opts, is_array, error);
 }
 
+/* A step's own --tier-keep (srun --tier-keep=always in a batch script
+ * whose sbatch had none): the epilog sees only the batch script's
+ * options, so the strongest a step gave is kept in the job's directory
+ * (TIER_NS_KEEP) for it. */
+static void note_keep (void)
+{
+    const char *base = tier.conf ? tier.conf->namespace_dir : NULL;
+    enum tier_keep old = TIER_KEEP_UNSET;
+    char buf[32];
+    tier_error_t e;
+    int lockfd;
+
+    if (!base || tier.opts.keep == TIER_KEEP_UNSET
+        || (lockfd = tier_ns_lock (base, tier.job_id, &e)) < 0)
+        return;
+    if (tier_ns_read (base, tier.job_id, TIER_NS_KEEP, buf, sizeof (buf)) == 0)
+        (void) opts_keep_parse (buf, &old, &e);
+    if (tier.opts.keep > old)
+        (void) tier_ns_write (base, tier.job_id, TIER_NS_KEEP,
+                              opts_keep_name (tier.opts.keep));
+    close (lockfd);
+}
+
 int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
 {
     tier_error_t error;
@@ -640,6 +663,8 @@ int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
             return -1;
         }
     }
+    if (tier.ns_ok)
+        note_keep ();
     if (tier.ns_ok && ns_join (&error) < 0) {
         if (tier_effective_mode () == TIER_CACHE_REQUIRED
             || tier.stage_started) {

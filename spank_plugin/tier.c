@@ -655,7 +655,16 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
         keep_name (job_id, restart, name, sizeof (name));
 
         /* the directories mounted, each with the keep= of its frozen
-         * policy; --tier-keep for those without */
+         * policy; --tier-keep for those without: the batch script's, or
+         * the strongest a step gave (TIER_NS_KEEP: the epilog sees only
+         * the batch script's options) */
+        if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_KEEP, r,
+                          sizeof (r))
+            == 0) {
+            enum tier_keep k = TIER_KEEP_UNSET;
+            if (opts_keep_parse (r, &k, &error) == 0 && k > tier.opts.keep)
+                tier.opts.keep = k;
+        }
         if (tier_ns_read (conf->namespace_dir, job_id, TIER_NS_SCRATCH, scratch,
                           sizeof (scratch))
                 == 0

@@ -41,6 +41,7 @@ keep_child () {
         [ "$(stat -c %u /proc/$pp 2>/dev/null)" = 0 ] && descends $p $_sd && echo $p
     done | head -1
 }
+copier_up () { test -n "$(bob_copier)"; }
 completing () { test "$(job_state $1)" = COMPLETING; }
 has_keep_child () { completing $1 && test -n "$(keep_child)"; }
 keep_job () {
@@ -105,6 +106,46 @@ test_expect_success 'bob stops his migrator holding the only GFS stream: killed 
     grep "tierd-mig $mp was stopped (signal 19, from outside); killed" $LOG2 &&
     wait_for 120 job_done $bid && test "$(job_state $bid)" = COMPLETED &&
     test "$(sha256sum < $HB/sout/b.bin)" = "$(cat $HB/b.sum)"
+'
+
+# H3 for stage-in: the copier runs as bob and bob stops it mid-copy,
+# holding the node's only GFS stream.  Its stager kills it within a
+# second and ends for a fresh start, which the job's task asks the agent
+# for; alice's stage-in meanwhile gets the stream, and both jobs read
+# their inputs byte for byte.
+bob_copier () {
+    for sp in $(ps -o pid=,comm= --ppid "$(agent_pid n2)" | awk '$2 == "tierd-stage" { print $1 }'); do
+        ps -o pid=,user=,comm= --ppid $sp | awk '$2 == "bob" && $3 == "tierd-stagecp" { print $1; exit }'
+    done | head -1
+}
+test_expect_success 'bob stops his stage-in copier holding the only GFS stream: killed at once, the part starts again' '
+    as_user bob sh -c "head -c 100M /dev/urandom > $HB/sin.bin" && as_user alice sh -c "echo alice-in > $H/ain.txt" &&
+    bid=$(cd $HB && as_user bob sbatch --parsable -w n2 --tier-stage-in=$HB/sin.bin -o $HB/sin.out \
+        --wrap "sha256sum < $HB/sin.bin") &&
+    wait_for 60 stream_held && wait_for 30 copier_up && cp=$(bob_copier) && echo "bob'"'"'s copier $cp" &&
+    as_user bob kill -STOP $cp &&
+    aid=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-stage-in=$H/ain.txt -o $H/ain.out \
+        --wrap "cat $H/ain.txt") &&
+    wait_for 60 job_done $aid && test "$(job_state $aid)" = COMPLETED && test "$(cat $H/ain.out)" = alice-in &&
+    grep "job $bid: stage-in: its copier (pid $cp) was stopped (signal 19, from outside); killed, the part is to start again" $LOG2 &&
+    wait_for 120 job_done $bid && test "$(job_state $bid)" = COMPLETED &&
+    grep "job $bid: stage-in: its stager (pid [0-9]*) ended unfinished; started again (1 of 2)" $LOG2 &&
+    grep -q "^$(sha256sum < $HB/sin.bin | cut -d" " -f1) " $HB/sin.out &&
+    grep -q "tier: stage-in: its stager (pid [0-9]*) ended before the stage-in did (killed?); it starts again" $HB/sin.out
+'
+
+# --tier-keep given to an srun step only (the batch script has none):
+# the epilog sees only the batch script's options; the step notes its
+# own, and the pipeline data is kept.
+as_user alice mkdir -p $H/kk
+cat >$H/kk.sh <<EOF2
+#!/bin/bash
+srun --tier-scratch=$H/kk --tier-keep=always sh -c 'echo kept > $H/kk/x'
+EOF2
+chmod 755 $H/kk.sh && chown alice $H/kk.sh
+test_expect_success 'srun --tier-keep=always in a batch script without it: the data is kept' '
+    id=$(sbatch_wait alice -w n1 -o /dev/null $H/kk.sh) && test "$(job_state $id)" = COMPLETED &&
+    find $H/kk -print && test "$(cat $H/kk/.tier-kept/$id/n1/x)" = kept && test ! -e $H/kk/x
 '
 
 # M1: with the plugstack default off, a job whose batch script has no
