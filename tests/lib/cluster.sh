@@ -202,6 +202,11 @@ agent_children () {
         | awk -v n="$2" '$3 == n { print $1, $2 }'
 }
 
+# agent_stuck NODE COMM: one of them sleeps in the kernel (D state)
+agent_stuck () {
+    agent_children "$1" "$2" | grep -q " D"
+}
+
 agent_zombies () {
     ps -o pid=,stat= --ppid "$(agent_pid "$1")" | awk '$2 ~ /^Z/'
 }

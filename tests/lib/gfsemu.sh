@@ -226,6 +226,11 @@ gfsemu_value () {
                             exit 2 } }' "$1/.gfsemu/stats"
 }
 
+# gfsemu_hung MNT: a request is held by a hang fault now;
+# gfsemu_unhung MNT: none is
+gfsemu_hung () { test "$(gfsemu_value "$1" fault.hung)" -ge 1; }
+gfsemu_unhung () { test "$(gfsemu_value "$1" fault.hung)" = 0; }
+
 gfsemu_stat () {
     _gm=$1
     _gpath=$2

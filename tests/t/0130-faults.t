@@ -303,13 +303,12 @@ assert [(o[\"path\"].rsplit(\"/\", 1)[-1], o[\"state\"]) for o in m[\"outputs\"]
 # Every WRITE of the output directory hangs: only the migrator writes
 # there (the job writes to its write cache), so only the migrator waits.
 HANG="home/alice/o-hang/*:write:hang"
-hung () { test "$(gfsemu_value "$GFS" fault.hung)" -ge 1; }
 test_expect_success 'a hang on the output directory: the job completes, the agent answers every ping' '
     as_user alice mkdir -p $H/o-hang &&
     gfsemu_fault "$GFS" "$HANG" &&
     id=$(alice sbatch --parsable -w n1 --tier-stage-out=$H/o-hang -o /dev/null -e $H/hang.err \
         --wrap "head -c 2M /dev/urandom > $H/o-hang/h.bin; (cd $H/o-hang && sha256sum h.bin) > $SUMS/hang") &&
-    echo $id >$TRASH/hang && wait_for 60 hung &&
+    echo $id >$TRASH/hang && wait_for 60 gfsemu_hung "$GFS" &&
     b=$(cd $BH && as_user bob sbatch --parsable -w n1 --tier-stage-out=$BH/out -o /dev/null \
         --wrap "echo hang > $BH/out/hang.txt") &&
     : >$TRASH/ping.ms && i=0 &&
@@ -318,7 +317,7 @@ test_expect_success 'a hang on the output directory: the job completes, the agen
         t0=$(date +%s%N) && alice $TIERCTL -N n1 ping >/dev/null || { echo "ping $i failed"; exit 1; }
         echo $(( ($(date +%s%N) - t0) / 1000 )) >>$TRASH/ping.ms && i=$((i + 1)) && sleep 1
     done &&
-    hung && test "$(job_state $id)" = COMPLETED && test "$(job_state $b)" = COMPLETED &&
+    gfsemu_hung "$GFS" && test "$(job_state $id)" = COMPLETED && test "$(job_state $b)" = COMPLETED &&
     test "$(cat $BH/out/hang.txt)" = hang && test ! -e $HB/o-hang/h.bin &&
     sort -n $TRASH/ping.ms | awk "{ v[NR] = \$1 } END {
         printf \"tierctl ping under a hang: %d pings, p50 %.1f ms, p99 %.1f ms, max %.1f ms\n\",

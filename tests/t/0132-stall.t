@@ -25,12 +25,9 @@ HB=$GFS-backing/home/alice
 BH=$GFS/home/bob
 BHB=$GFS-backing/home/bob
 TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
-hung () { test "$(gfsemu_value "$GFS" fault.hung)" -ge 1; }
-unhung () { test "$(gfsemu_value "$GFS" fault.hung)" = 0; }
 sum_of () { sha256sum <$1 | cut -d" " -f1; }
 mkfile () { head -c $3 /dev/urandom >$2 && chown $1: $2; }
 no_procs () { test -z "$(agent_children $1 $2)"; }
-stuck () { agent_children $1 $2 | grep -q " D"; }
 stager_up () { test -n "$(agent_children $1 tierd-stage)"; }
 streams_free () {
     $TIERCTL -N $1 status >$TRASH/st.$1 2>&1 && grep -q "GFS streams: 0 of 1 in use, 0 waiting" $TRASH/st.$1
@@ -71,7 +68,7 @@ test_expect_success 'stage-in whose GFS read hangs: the job fails naming the stu
     gfsemu_fault "$GFS" "$SIREAD" &&
     id=$(sbatch_wait alice -w n1 --tier-stage-in=$H/in/stuck.bin -o $H/sr.out -e $H/sr.err         --wrap "echo ran") &&
     echo "job $id $(job_state $id)" && cat $H/sr.err && test "$(job_state $id)" = FAILED &&
-    ! grep -q ran $H/sr.out && hung &&
+    ! grep -q ran $H/sr.out && gfsemu_hung "$GFS" &&
     grep -q "tier: stage-in failed: $H/in/stuck.bin: no progress for 3 s (StallTimeout)" $H/sr.err &&
     grep "job $id: stage-in failed: $H/in/stuck.bin: no progress" $CLUSTER/log/tierd-n1.log &&
     test "$(scontrol show job $id | grep -o "Restarts=[0-9]*")" = Restarts=0 &&
@@ -85,23 +82,23 @@ test_expect_success 'stage-in whose GFS read hangs: the job fails naming the stu
 stager_of () { agent_children n1 tierd-stage | cut -d" " -f1 | head -1; }
 copier_of () { pgrep -P "$1" -x tierd-stagecp | head -1; }
 test_expect_success 'a stager killed mid-copy is started again: the job reads the right bytes' '
-    gfsemu_fault_clear "$GFS" && wait_for 10 unhung && gfsemu_fault "$GFS" "$SIREAD" &&
+    gfsemu_fault_clear "$GFS" && wait_for 10 gfsemu_unhung "$GFS" && gfsemu_fault "$GFS" "$SIREAD" &&
     id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-in=$H/in/stuck.bin \
         -o $H/sk.out -e $H/sk.err --wrap "sha256sum < $H/in/stuck.bin") &&
-    wait_for 60 hung && wait_for 10 stager_up n1 && spid=$(stager_of) &&
+    wait_for 60 gfsemu_hung "$GFS" && wait_for 10 stager_up n1 && spid=$(stager_of) &&
     kill -KILL $spid && gfsemu_fault_clear "$GFS" &&
     wait_for 60 job_done $id && cat $H/sk.err && test "$(job_state $id)" = COMPLETED &&
     grep -q "^$(sum_of $HB/in/stuck.bin) " $H/sk.out &&
     grep -q "tier: stage-in: its stager (pid $spid) ended before the stage-in did (killed?); it starts again" $H/sk.err &&
     grep "job $id: stage-in: its stager (pid $spid) ended unfinished; started again (1 of 2)" \
         $CLUSTER/log/tierd-n1.log &&
-    wait_for 10 unhung && wait_for 10 streams_free n1
+    wait_for 10 gfsemu_unhung "$GFS" && wait_for 10 streams_free n1
 '
 test_expect_success 'a copier killed mid-copy: its part starts again, the job reads the right bytes' '
     gfsemu_fault "$GFS" "$SIREAD" &&
     id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-in=$H/in/stuck.bin \
         -o $H/ck.out -e $H/ck.err --wrap "sha256sum < $H/in/stuck.bin") &&
-    wait_for 60 hung && wait_for 10 stager_up n1 && spid=$(stager_of) &&
+    wait_for 60 gfsemu_hung "$GFS" && wait_for 10 stager_up n1 && spid=$(stager_of) &&
     wait_for 10 copier_of $spid && cpid=$(copier_of $spid) &&
     kill -KILL $cpid && gfsemu_fault_clear "$GFS" &&
     wait_for 60 job_done $id && cat $H/ck.err && test "$(job_state $id)" = COMPLETED &&
@@ -110,7 +107,7 @@ test_expect_success 'a copier killed mid-copy: its part starts again, the job re
         $CLUSTER/log/tierd-n1.log &&
     grep "job $id: stage-in: its stager (pid $spid) ended unfinished; started again (1 of 2)" \
         $CLUSTER/log/tierd-n1.log &&
-    wait_for 10 unhung && wait_for 10 streams_free n1
+    wait_for 10 gfsemu_unhung "$GFS" && wait_for 10 streams_free n1
 '
 # every stager of the job killed as soon as it shows (the hang stays):
 # two are started again, the third kill fails the job, saying why
@@ -127,13 +124,13 @@ test_expect_success 'a stager killed three times: the job fails saying so' '
     test "$(job_state $id)" = FAILED && ! grep -q ran $H/k3.out &&
     test $(sort -u $TRASH/k3 | wc -l) = 3 &&
     grep -q "tier: stage-in failed: its stager (pid [0-9]*) ended before the stage-in did (killed?), and was not started again: it was started again 2 times already; resubmit the job" $H/k3.err &&
-    gfsemu_fault_clear "$GFS" && wait_for 10 unhung && wait_for 10 streams_free n1
+    gfsemu_fault_clear "$GFS" && wait_for 10 gfsemu_unhung "$GFS" && wait_for 10 streams_free n1
 '
 test_expect_success 'stage-in whose GFS open hangs: the job fails naming it; the agent answers throughout' '
-    gfsemu_fault_clear "$GFS" && wait_for 10 unhung && gfsemu_fault "$GFS" "$SIOPEN" &&
+    gfsemu_fault_clear "$GFS" && wait_for 10 gfsemu_unhung "$GFS" && gfsemu_fault "$GFS" "$SIOPEN" &&
     id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-in=$H/in/stuck.bin \
         -o $H/si.out -e $H/si.err --wrap "echo ran") &&
-    echo $id >$TRASH/si && wait_for 60 hung &&
+    echo $id >$TRASH/si && wait_for 60 gfsemu_hung "$GFS" &&
     b=$(cd $BH && as_user bob sbatch --parsable -w n1 --tier-stage-in=$BH/in/b.bin \
         -o $BH/bsi.out --wrap "sha256sum < $BH/in/b.bin") &&
     p=$(cd $BH && as_user bob sbatch --parsable -w n1 -o $BH/plain.out --wrap "echo plain") &&
@@ -146,7 +143,7 @@ test_expect_success 'stage-in whose GFS open hangs: the job fails naming it; the
 '
 [ -s "$TRASH/stage-in.sum" ] && say "$(cat "$TRASH/stage-in.sum")"
 test_expect_success 'the copier was abandoned, not waited for: still stuck, its GFS stream revoked' '
-    id=$(cat $TRASH/si) && hung && agent_children n1 tierd-stagecp && stuck n1 tierd-stagecp &&
+    id=$(cat $TRASH/si) && gfsemu_hung "$GFS" && agent_children n1 tierd-stagecp && agent_stuck n1 tierd-stagecp &&
     grep "GFS stream revoked: stage-in of job $id" $CLUSTER/log/tierd-n1.log &&
     streams_free n1 && cat $TRASH/st.n1
 '
@@ -184,7 +181,7 @@ test_expect_success 'replica fetch whose GFS read hangs: the task reads the righ
     gfsemu_fault "$GFS" "$FHANG" &&
     id=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-batch=$H/db -o $H/f.out -e $H/f.err \
         $H/bread.sh $H/db/r.bin) && echo $id >$TRASH/f &&
-    wait_for 60 hung &&
+    wait_for 60 gfsemu_hung "$GFS" &&
     p=$(cd $BH && as_user bob sbatch --parsable -w n2 -o $BH/plain2.out --wrap "echo plain") &&
     ping_under n2 fetch $id $p &&
     cat $H/f.out $H/f.err && test "$(job_state $id)" = COMPLETED && grep -qx "$RSUM  -" $H/f.out &&
@@ -194,7 +191,7 @@ test_expect_success 'replica fetch whose GFS read hangs: the task reads the righ
 '
 [ -s "$TRASH/fetch.sum" ] && say "$(cat "$TRASH/fetch.sum")"
 test_expect_success 'the fetcher was abandoned: still stuck, its stream back' '
-    hung && stuck n2 tierd-fetch &&
+    gfsemu_hung "$GFS" && agent_stuck n2 tierd-fetch &&
     grep "tierd-fetch [0-9]*: killed [0-9]* ms ago and still there" $CLUSTER/log/tierd-n2.log &&
     streams_free n2 && test -z "$(find $BB/replicas -name "*.part")"
 '
@@ -203,7 +200,7 @@ test_expect_success 'the hang ends: the fetcher is reaped and logged, no zombie,
     wait_for 10 grep -q "tierd-fetch [0-9]*, abandoned [0-9]* s ago, ended at last" $CLUSTER/log/tierd-n2.log &&
     grep "ended at last" $CLUSTER/log/tierd-n2.log &&
     { test -z "$(agent_zombies n2)" || { echo zombies; agent_zombies n2; exit 1; }; } &&
-    wait_for 10 unhung && streams_free n2 &&
+    wait_for 10 gfsemu_unhung "$GFS" && streams_free n2 &&
     find $BB -path "*/.tmp/*" -type f >$TRASH/tmps && cat $TRASH/tmps && test ! -s $TRASH/tmps
 '
 test_expect_success 'the fetch is retried: the next job reads the right bytes from a complete replica' '
@@ -236,7 +233,7 @@ test_expect_success 'bob asks for more fetches than FetchesPerUser: the rest rea
     test "$(grep -c "fallthrough.*4 of uid $(id -u bob).s fetches are queued on node n3 (FetchesPerUser)" $TRASH/fq)" = 5 &&
     grep "not made now: .*(FetchesPerUser) (read from the GFS)" $CLUSTER/log/tierd-n3.log &&
     (cd $H && as_user alice $TIERCTL -N n3 ping) &&
-    gfsemu_fault_clear "$GFS" && wait_for 10 unhung && wait_for 30 streams_free n3 &&
+    gfsemu_fault_clear "$GFS" && wait_for 10 gfsemu_unhung "$GFS" && wait_for 30 streams_free n3 &&
     wait_for 30 no_procs n3 tierd-fetch
 '
 
@@ -256,7 +253,7 @@ test_expect_success 'a mirror whose walk hangs in the GFS: the agent answers thr
     gfsemu_fault "$GFS" "home/bob/mdb:readdir:hang" &&
     { (cd $BH && as_user bob $RAWPY "$CLUSTER/run/tier/n3/tierd.sock" request \
         "{\"op\":\"replica.mirror\",\"path\":\"$BH/mdb\"}" >$TRASH/mir 2>&1) & } && mp=$! &&
-    wait_for 30 hung && : >$TRASH/mping.us &&
+    wait_for 30 gfsemu_hung "$GFS" && : >$TRASH/mping.us &&
     (for i in 1 2 3 4 5 6 7 8; do
         t0=$(date +%s%N) &&
         $CLUSTER/lib/tierctl -c $TRASH/ping.conf -N n3 ping >/dev/null || { echo "ping $i failed"; exit 1; }
@@ -265,7 +262,7 @@ test_expect_success 'a mirror whose walk hangs in the GFS: the agent answers thr
     echo "pings during the hung walk (us): $(tr "\n" " " <$TRASH/mping.us)" &&
     { wait $mp || :; } && cat $TRASH/mir &&
     grep -q "the walk of $BH/mdb as uid $(id -u bob) did not finish within 5 s" $TRASH/mir &&
-    gfsemu_fault_clear "$GFS" && wait_for 10 unhung &&
+    gfsemu_fault_clear "$GFS" && wait_for 10 gfsemu_unhung "$GFS" &&
     wait_for 30 no_procs n3 tierd-walk && wait_for 30 no_procs n3 tierd-mirror
 '
 

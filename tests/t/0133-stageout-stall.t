@@ -29,10 +29,7 @@ BH=$GFS/home/bob
 BHB=$GFS-backing/home/bob
 TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
 LOG=$CLUSTER/log/tierd-n1.log
-hung () { test "$(gfsemu_value "$GFS" fault.hung)" -ge 1; }
-unhung () { test "$(gfsemu_value "$GFS" fault.hung)" = 0; }
 sum_of () { sha256sum <$1 | cut -d" " -f1; }
-stuck () { agent_children $1 $2 | grep -q " D"; }
 abandoned_logged () {
     grep -q "job $1: stage-out of $H/out/.stuck.bin.tier-[A-Za-z0-9]*.part: no progress for 3 s (StallTimeout): migrator [0-9]* abandoned" $LOG
 }
@@ -47,16 +44,16 @@ test_expect_success 'alice'"'"'s stage-out hangs in a GFS write: her migrator is
     gfsemu_fault "$GFS" "$HANG" &&
     id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-out=$H/out -o $H/a.out -e $H/a.err \
         --wrap "head -c 4M /dev/urandom >$H/out/stuck.bin && sha256sum <$H/out/stuck.bin >$H/a.sum") &&
-    echo $id >$TRASH/a && wait_for 60 hung &&
+    echo $id >$TRASH/a && wait_for 60 gfsemu_hung "$GFS" &&
     wait_for 30 abandoned_logged $id && grep "job $id: stage-out of" $LOG &&
-    stuck n1 tierd-mig &&
+    agent_stuck n1 tierd-mig &&
     grep -q "GFS stream of stage-out of job $id: job $id: stage-out of" $LOG
 '
 test_expect_success 'meanwhile bob'"'"'s stage-out on the node takes the stream back and publishes' '
     b=$(sbatch_wait bob -w n1 --tier-stage-out=$BH/out -o $BH/b.out \
         --wrap "head -c 2M /dev/urandom >$BH/out/b.bin && sha256sum <$BH/out/b.bin >$BH/b.sum") &&
     test "$(job_state $b)" = COMPLETED &&
-    test "$(sum_of $BHB/out/b.bin)" = "$(cut -d" " -f1 $BHB/b.sum)" && hung
+    test "$(sum_of $BHB/out/b.bin)" = "$(cut -d" " -f1 $BHB/b.sum)" && gfsemu_hung "$GFS"
 '
 test_expect_success 'tierctl status counts the stalled migrator and says outputs wait for it' '
     id=$(cat $TRASH/a) &&
@@ -91,10 +88,10 @@ test_expect_success 'the job'"'"'s stderr and record say its migrator is stuck; 
         $CLUSTER/log/slurmd-n1.log &&
     (cd $H && as_user alice $TIERCTL -N n1 outputs --job $id) >$TRASH/ao && cat $TRASH/ao &&
     grep -q "^late: the job ended before these were all on the GFS" $TRASH/ao &&
-    test ! -e $HB/out/stuck.bin && hung && no_drain
+    test ! -e $HB/out/stuck.bin && gfsemu_hung "$GFS" && no_drain
 '
 test_expect_success 'the hang ends: the stuck migrator lets go, the next one publishes byte for byte' '
-    id=$(cat $TRASH/a) && gfsemu_fault_clear "$GFS" && wait_for 10 unhung &&
+    id=$(cat $TRASH/a) && gfsemu_fault_clear "$GFS" && wait_for 10 gfsemu_unhung "$GFS" &&
     wait_for 30 grep -q "job $id: the stuck migrator [0-9]* let go of the job" $LOG &&
     wait_for 60 test -e $HB/out/stuck.bin &&
     test "$(sum_of $HB/out/stuck.bin)" = "$(cut -d" " -f1 $HB/a.sum)" &&
