@@ -318,6 +318,22 @@ static char *walk_answer (int type, json_t *body, int fd, tier_error_t *error)
     return text;
 }
 
+/* The walker's answer as a manifest: its text sorted (malloc'd: the
+ * canonical form), or NULL with the reason in error.  Takes body and fd
+ * (-1: none). */
+static char *walk_manifest (int type, json_t *body, int fd, tier_error_t *error)
+{
+    char *text = walk_answer (type, body, fd, error), *out = NULL;
+
+    if (fd >= 0)
+        close (fd);
+    json_decref (body);
+    if (text && !(out = sorted_lines (text, strlen (text))))
+        tier_errprintf (error, "out of memory");
+    free (text);
+    return out;
+}
+
 /* The manifest of dir as cred sees it (malloc'd, sorted lines), or NULL
  * with the reason in error.  A child (child_call) takes the user's
  * credentials for good and walks; the agent only sorts its lines, and
@@ -337,7 +353,6 @@ static char *manifest_of (struct agent *a, const struct tier_cred *cred,
     };
     int64_t left = deadline - tier_now_ms ();
     int type, status = 0, fds[1] = { -1 }, nfds = 0;
-    char *text, *out;
     json_t *body = NULL;
 
     if (left <= 0) {
@@ -364,17 +379,7 @@ static char *manifest_of (struct agent *a, const struct tier_cred *cred,
         }
         return NULL;
     }
-    text = walk_answer (type, body, nfds > 0 ? fds[0] : -1, error);
-    if (nfds > 0)
-        close (fds[0]);
-    json_decref (body);
-    if (!text)
-        return NULL;
-    /* canonical: sorted lines */
-    if (!(out = sorted_lines (text, strlen (text))))
-        tier_errprintf (error, "out of memory");
-    free (text);
-    return out;
+    return walk_manifest (type, body, nfds > 0 ? fds[0] : -1, error);
 }
 
 /* -------------------------------------------------------- the mirrors */
@@ -703,7 +708,7 @@ static char *builder_walk (struct mirror_run *m, tier_error_t *error)
     };
     int type, chan, status, fds[1] = { -1 }, nfds = 0;
     json_t *body = NULL;
-    char *text = NULL, *out;
+    char *out = NULL;
     pid_t pid;
 
     (void) snprintf (spec.title, sizeof (spec.title), "tierd-walk uid %u %.96s",
@@ -722,21 +727,13 @@ static char *builder_walk (struct mirror_run *m, tier_error_t *error)
             tier_errprintf (error, "the walk failed");
     }
     else
-        text = walk_answer (type, body, nfds > 0 ? fds[0] : -1, error);
-    if (nfds > 0)
-        close (fds[0]);
-    json_decref (body);
+        out = walk_manifest (type, body, nfds > 0 ? fds[0] : -1, error);
     close (chan);
     /* done, or given up on: one stuck in a GFS request is left to the
      * agent (the subreaper) once this builder exits */
     (void) kill (pid, SIGKILL);
     for (int i = 0; i < 100 && waitpid (pid, &status, WNOHANG) == 0; i++)
         (void) usleep (10000);
-    if (!text)
-        return NULL;
-    if (!(out = sorted_lines (text, strlen (text))))
-        tier_errprintf (error, "out of memory");
-    free (text);
     return out;
 }
 
