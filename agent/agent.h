@@ -149,6 +149,10 @@ char *rpc_error_body (int errnum, const char *fmt, ...)
 /* ctr.c: counters accumulate in memory and reach LMDB every few seconds */
 void ctr_add (struct agent *a, const struct store_job *job,
               enum tier_role role, enum tier_ctr ctr, uint64_t delta);
+/* what a client reported (opens its interposer served from its own
+ * cache): the job's and its batch's counters only, never the node's */
+void ctr_add_reported (struct agent *a, const struct store_job *job,
+                       enum tier_role role, enum tier_ctr ctr, uint64_t delta);
 int ctr_flush (struct agent *a);
 int ctr_get (struct agent *a, enum tier_scope scope, uint64_t id,
              struct tier_counters *c);

@@ -40,21 +40,36 @@ static struct store_delta *pending_find (struct agent *a,
     return &a->pending[a->npending++];
 }
 
+static void add_job (struct agent *a, const struct store_job *job,
+                     enum tier_role role, enum tier_ctr ctr, uint64_t delta)
+{
+    struct store_delta *p;
+
+    if ((p = pending_find (a, TIER_SCOPE_JOB,
+                           store_job_key (job->job_id, job->restart), true)))
+        tier_counters_add (&p->c, role, ctr, delta);
+    if ((p = pending_find (a, TIER_SCOPE_BATCH, job->batch_id, true)))
+        tier_counters_add (&p->c, role, ctr, delta);
+}
+
 void ctr_add (struct agent *a, const struct store_job *job,
               enum tier_role role, enum tier_ctr ctr, uint64_t delta)
 {
     struct store_delta *p;
 
-    if (job) {
-        if ((p = pending_find (a, TIER_SCOPE_JOB,
-                               store_job_key (job->job_id, job->restart),
-                               true)))
-            tier_counters_add (&p->c, role, ctr, delta);
-        if ((p = pending_find (a, TIER_SCOPE_BATCH, job->batch_id, true)))
-            tier_counters_add (&p->c, role, ctr, delta);
-    }
+    if (job)
+        add_job (a, job, role, ctr, delta);
     if ((p = pending_find (a, TIER_SCOPE_NODE, 0, true)))
         tier_counters_add (&p->c, role, ctr, delta);
+}
+
+/* A user's claims change only the user's own job and batch: the node's
+ * counters (tierctl counters, MetricsFile) are what the agent saw. */
+void ctr_add_reported (struct agent *a, const struct store_job *job,
+                       enum tier_role role, enum tier_ctr ctr, uint64_t delta)
+{
+    if (job)
+        add_job (a, job, role, ctr, delta);
 }
 
 int ctr_flush (struct agent *a)

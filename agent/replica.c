@@ -535,21 +535,30 @@ static bool under_allowed (struct agent *a, const char *path)
     return false;
 }
 
-/* Opens served from the interposer's own cache since its last report. */
+/* Opens served from the interposer's own cache since its last report:
+ * the client's word, so they count for its own job and batch only
+ * (ctr_add_reported), and no open is counted larger than the BB (no
+ * replica is).
+ */
 static void cached_opens (struct agent *a, const struct store_job *job,
                           json_t *req)
 {
     json_int_t n = 0, bytes = 0;
+    uint64_t max, bound;
+    char what[160];
 
     if (json_unpack (req, "{s?I s?I}", "cached", &n, "cached_bytes",
                      &bytes) < 0 || n <= 0 || bytes < 0
         || n > (1LL << 40) || bytes > (1LL << 50))
         return;
-    ctr_add (a, job, TIER_ROLE_BATCH, TIER_CTR_OPS, (uint64_t) n);
-    ctr_add (a, job, TIER_ROLE_BATCH, TIER_CTR_HITS, (uint64_t) n);
-    ctr_add (a, job, TIER_ROLE_BATCH, TIER_CTR_BYTES_BB, (uint64_t) bytes);
-    ctr_add (a, job, TIER_ROLE_BATCH, TIER_CTR_GFS_BYTES_AVOIDED,
-             (uint64_t) bytes);
+    max = (uint64_t) bytes;
+    bound = replica_evict_size_bound (a, what, sizeof (what));
+    if (max / (uint64_t) n > bound)
+        max = (uint64_t) n * bound; /* < bytes: cannot wrap */
+    ctr_add_reported (a, job, TIER_ROLE_BATCH, TIER_CTR_OPS, (uint64_t) n);
+    ctr_add_reported (a, job, TIER_ROLE_BATCH, TIER_CTR_HITS, (uint64_t) n);
+    ctr_add_reported (a, job, TIER_ROLE_BATCH, TIER_CTR_BYTES_BB, max);
+    ctr_add_reported (a, job, TIER_ROLE_BATCH, TIER_CTR_GFS_BYTES_AVOIDED, max);
 }
 
 /* replica.open {path, cached?, cached_bytes?} + the source's descriptor,

@@ -32,8 +32,7 @@
 #include "streams.h"
 
 #define JOB_ID_MAX 0xfffffff0U
-#define TIER_OPT_LIST_MAX 16384       /* as the plugin's option values */
-#define COUNTER_ADD_MAX (1ULL << 50)
+#define TIER_OPT_LIST_MAX 16384 /* as the plugin's option values */
 
 typedef json_t *(*rpc_f) (struct agent *a, struct conn *c, json_t *req,
                           tier_error_t *error);
@@ -638,31 +637,6 @@ static json_t *op_counters (struct agent *a, struct conn *c, json_t *req,
                       "counters", o);
 }
 
-static json_t *op_counter_add (struct agent *a, struct conn *c, json_t *req,
-                               tier_error_t *error)
-{
-    struct store_job job;
-    struct peer_job pj;
-    const char *role = NULL, *name = NULL;
-    json_int_t value = 0;
-    int r, k;
-
-    if (json_unpack (req, "{s:s s:s s:I}", "role", &role, "counter", &name,
-                     "value", &value) < 0
-        || (r = tier_role_parse (role)) < 0
-        || (k = tier_ctr_parse (name)) < 0
-        || value < 0 || (uint64_t) value > COUNTER_ADD_MAX) {
-        errno = EINVAL;
-        tier_errprintf (error, "counter.add needs a known 'role' and "
-                        "'counter' and a 'value' in 0..2^50");
-        return NULL;
-    }
-    if (rpc_caller_job (a, c, &job, &pj, error) < 0)
-        return NULL;
-    ctr_add (a, &job, r, k, (uint64_t) value);
-    return json_pack ("{s:I}", "job_id", (json_int_t) job.job_id);
-}
-
 static json_t *op_node_enable (struct agent *a, struct conn *c, json_t *req,
                                tier_error_t *error)
 {
@@ -743,7 +717,6 @@ static const struct rpc_op ops[] = {
     { "job.show", op_job_show, false },
     { "whoami", op_whoami, false },
     { "counters", op_counters, false },
-    { "counter.add", op_counter_add, false },
     { "node.enable", op_node_enable, true },
     { "job.policy", op_job_policy, false },
     { "user.ensure", op_user_ensure, false },

@@ -190,8 +190,8 @@ put("rpc", [
         (USER, b'{"op":"replica.list"}'),
         (USER, b'{"op":"replica.mirror","path":"/gfs/db"}')),
     rpc((USER, b'{"op":"whoami"}'),
-        (USER, b'{"op":"counter.add","role":"batch","counter":"hits",'
-               b'"value":5}'),
+        (USER, b'{"op":"replica.report","cached":5,'
+               b'"cached_bytes":4096}'),
         (USER, b'{"op":"user.ensure"}'),
         (USER, b'{"op":"node.enable","enable":false}'),
         (SLURM, b'{"op":"node.enable","enable":false}'),

@@ -190,7 +190,7 @@ test_expect_success 'bob cannot register, end or claim alice'"'"'s job' '
 test_expect_success 'a claimed job id is ignored: the agent derives the job from the process' '
     cd "$GFS/home/bob" &&
     as_user bob srun -w n1 --tier-cache=auto python3 $TIER_SRCDIR/tests/lib/rawclient.py \
-        "$(sock n1)" request "{\"op\":\"counter.add\",\"job_id\":$ARRAY,\"role\":\"batch\",\"counter\":\"hits\",\"value\":5}" \
+        "$(sock n1)" request "{\"op\":\"replica.report\",\"job_id\":$ARRAY,\"cached\":5,\"cached_bytes\":5}" \
         >"$TRASH/r4" && cat "$TRASH/r4" &&
     bj=$(sed -n "s/.*\"job_id\":\([0-9]*\).*/\1/p" "$TRASH/r4") &&
     test -n "$bj" && test "$bj" != "$ARRAY" &&
@@ -199,17 +199,55 @@ test_expect_success 'a claimed job id is ignored: the agent derives the job from
     $TIERCTL -N n1 counters --batch $ARRAY --json >"$TRASH/c.json" &&
     python3 -c "import json,sys; c=json.load(open(sys.argv[1]))[\"counters\"]; assert c[\"batch\"][\"hits\"]==0, c" "$TRASH/c.json"
 '
-test_expect_success 'a process outside any job is refused counter.add' '
-    as_user bob $RAW "$(sock n1)" request "{\"op\":\"counter.add\",\"role\":\"batch\",\"counter\":\"hits\",\"value\":1}" | tee "$TRASH/r5" &&
+# report_as_bob JSON OUT: bob's job on n1 sends JSON; its job id is printed
+report_as_bob () {
+    (cd "$GFS/home/bob" &&
+     as_user bob srun -w n1 --tier-cache=auto python3 \
+         $TIER_SRCDIR/tests/lib/rawclient.py "$(sock n1)" request "$1" >"$2") &&
+    cat "$2" >&2 &&
+    sed -n "s/.*\"job_id\":\([0-9]*\).*/\1/p" "$2"
+}
+# batch_ctr FILE KEY: the batch role's counter KEY in a counters --json
+batch_ctr () {
+    python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[\"counters\"][\"batch\"][sys.argv[2]])" "$1" "$2"
+}
+test_expect_success 'what a client reports counts for its own job only: the node counters are what the agent saw' '
+    $TIERCTL -N n1 counters --json >"$TRASH/n0.json" &&
+    bj=$(report_as_bob "{\"op\":\"replica.report\",\"cached\":1099511627776,\"cached_bytes\":1125899906842624}" "$TRASH/r7") &&
+    test -n "$bj" &&
+    bj2=$(report_as_bob "{\"op\":\"replica.report\",\"cached\":1,\"cached_bytes\":1125899906842624}" "$TRASH/r8") &&
+    test -n "$bj2" &&
+    sleep 3 &&
+    $TIERCTL -N n1 counters --json >"$TRASH/n1.json" &&
+    h0=$(batch_ctr "$TRASH/n0.json" hits) && h1=$(batch_ctr "$TRASH/n1.json" hits) &&
+    b0=$(batch_ctr "$TRASH/n0.json" bytes_bb) && b1=$(batch_ctr "$TRASH/n1.json" bytes_bb) &&
+    echo "node hits $h0 -> $h1, bytes_bb $b0 -> $b1" &&
+    test $((h1 - h0)) -lt 1000 && test $((b1 - b0)) -lt 1000000000 &&
+    as_user bob $TIERCTL -N n1 counters --job "$bj" --json >"$TRASH/j7.json" &&
+    test "$(batch_ctr "$TRASH/j7.json" hits)" = 1099511627776 &&
+    as_user bob $TIERCTL -N n1 counters --job "$bj2" --json >"$TRASH/j8.json" &&
+    test "$(batch_ctr "$TRASH/j8.json" hits)" = 1 &&
+    bb=$(batch_ctr "$TRASH/j8.json" bytes_bb) &&
+    echo "one open claimed 1 PiB, counted $bb" &&
+    grep -qx "BBCapacity = 2G" "$CLUSTER/etc/tier.conf" &&
+    test "$bb" = $((2 << 30))
+'
+test_expect_success 'a process outside any job is refused replica.report' '
+    as_user bob $RAW "$(sock n1)" request "{\"op\":\"replica.report\",\"cached\":1}" | tee "$TRASH/r5" &&
     grep -q "not inside a Slurm job step" "$TRASH/r5"
 '
 test_expect_success 'a client in a job not registered on this node is refused' '
     cd "$GFS/home/bob" &&
     as_user bob srun -w n1 --tier-cache=off python3 \
         $TIER_SRCDIR/tests/lib/rawclient.py "$(sock n1)" request \
-        "{\"op\":\"counter.add\",\"role\":\"batch\",\"counter\":\"hits\",\"value\":1}" \
+        "{\"op\":\"replica.report\",\"cached\":1}" \
         >"$TRASH/r6" && cat "$TRASH/r6" &&
     grep -q "job [0-9]* is not registered on node n1" "$TRASH/r6"
+'
+test_expect_success 'counter.add is gone: a client cannot add to a counter by name' '
+    bj=$(report_as_bob "{\"op\":\"counter.add\",\"role\":\"batch\",\"counter\":\"hits\",\"value\":5}" "$TRASH/r9") ||
+        : &&
+    grep -q "unknown request .counter.add." "$TRASH/r9"
 '
 test_expect_success 'garbage bytes get an error reply or a close' '
     $RAW "$(sock n1)" garbage | tee "$TRASH/g" &&
