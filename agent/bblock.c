@@ -95,7 +95,7 @@ static bool holder_stale (const struct bblock *l, const struct bblock_holder *h,
     /* this node: a previous boot, or a process that is gone */
     if (!strcmp (h->node, l->node)
         && (strcmp (h->boot, l->boot)
-            || holder_proc_start ((pid_t) h->pid) != h->start))
+            || tier_proc_start ((pid_t) h->pid) != h->start))
         return true;
     /* alive on this node: a process of our name that an earlier agent
      * left is ended by pidfd (then gone at the next look) */
@@ -144,7 +144,7 @@ int bblock_take (struct bblock *l, char *err, size_t errsize)
 
     (void) snprintf (l->mine, sizeof (l->mine),
                      "node=%s boot=%s pid=%ld start=%llu\n", l->node, l->boot,
-                     (long) getpid (), holder_proc_start (getpid ()));
+                     (long) getpid (), tier_proc_start (getpid ()));
     for (;;) {
         struct bblock_holder h;
         struct timespec mt;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "lib/clock.h"
+#include "lib/proc.h"
 #include "holder.h"
 
 /* /proc/PID/FILE into buf (NUL-terminated), or -1. */
@@ -38,19 +39,6 @@ static int proc_read (pid_t pid, const char *file, char *buf, size_t size)
         return -1;
     buf[n] = '\0';
     return 0;
-}
-
-unsigned long long holder_proc_start (pid_t pid)
-{
-    char buf[1024], *p;
-
-    if (pid <= 0 || proc_read (pid, "stat", buf, sizeof (buf)) < 0
-        || !(p = strrchr (buf, ')')))
-        return 0;
-    /* field 22 (starttime); p is at the end of field 2 */
-    for (int field = 2; field < 22 && p; field++)
-        p = strchr (p + 1, ' ');
-    return p ? strtoull (p + 1, NULL, 10) : 0;
 }
 
 /* Field 4 of /proc/PID/stat, -1 if none. */
@@ -75,7 +63,7 @@ int holder_end_orphan (pid_t pid, unsigned long long start, const char *comm)
     if ((pfd = (int) syscall (SYS_pidfd_open, pid, 0)) < 0)
         return -1;
     /* checked after the pidfd was taken: it cannot name another process */
-    if (holder_proc_start (pid) != start
+    if (tier_proc_start (pid) != start
         || proc_read (pid, "comm", name, sizeof (name)) < 0) {
         close (pfd);
         goto esrch;
@@ -126,7 +114,7 @@ static int record_write (int fd)
 {
     char buf[128];
     int n = snprintf (buf, sizeof (buf), "pid=%d start=%llu\n", (int) getpid (),
-                      holder_proc_start (getpid ()));
+                      tier_proc_start (getpid ()));
 
     if (pwrite (fd, buf, (size_t) n, 0) != n || ftruncate (fd, n) < 0)
         return -1;

@@ -29,9 +29,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-/* Field 22 of /proc/PID/stat (clock ticks after boot), 0 if no such
- * process. */
-unsigned long long holder_proc_start (pid_t pid);
+#include "lib/proc.h" /* tier_proc_start: a holder's start */
 
 /* pid, if it is alive with that start time and comm, and a child
  * neither of our parent nor of us: end it by pidfd with SIGKILL.

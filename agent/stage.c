@@ -46,12 +46,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "lib/jobns.h"
 #include "lib/log.h"
 #include "lib/paths.h"
+#include "lib/proc.h"
 #include "lib/url.h"
 #include "agent.h"
 #include "child.h"
@@ -381,7 +383,7 @@ static int start_stager (struct agent *a, struct stage_req *r,
         .on_msg = on_stager_msg,
         .on_done = on_stager_done,
     };
-    char what[64], name[TIER_NS_NAME_MAX], pidbuf[32];
+    char what[64], name[TIER_NS_NAME_MAX], pidbuf[48];
     struct part *p;
     struct child *c;
 
@@ -415,7 +417,10 @@ static int start_stager (struct agent *a, struct stage_req *r,
         stage_status_write (a->conf, r->job_id, r->part, &st);
         return -1;
     }
-    (void) snprintf (pidbuf, sizeof (pidbuf), "%d", (int) child_pid (c));
+    /* with its start time: a pid alone may name another process by the
+     * time it is read (part_stop, op_stage_restart, the tasks) */
+    (void) snprintf (pidbuf, sizeof (pidbuf), "%d %llu\n", (int) child_pid (c),
+                     tier_proc_start (child_pid (c)));
     tier_ns_part_name (r->part, TIER_NS_STAGE_PID, name, sizeof (name));
     (void) tier_ns_write (a->conf->namespace_dir, r->job_id, name, pidbuf);
     return 0;
@@ -478,13 +483,35 @@ error:
 
 /* ------------------------------------------------------- restart */
 
-/* Is pid a stager (alive, not a zombie, named tierd-stage)? */
-static bool stager_alive (pid_t pid)
+/* Part part's stager as its pid file names it: pid and start time. */
+static int part_pid_read (struct agent *a, uint32_t job_id, int part,
+                          pid_t *pid, unsigned long long *start)
+{
+    char buf[64], name[TIER_NS_NAME_MAX];
+    long p = 0;
+
+    tier_ns_part_name (part, TIER_NS_STAGE_PID, name, sizeof (name));
+    if (tier_ns_read (a->conf->namespace_dir, job_id, name, buf, sizeof (buf))
+            < 0
+        || sscanf (buf, "%ld %llu", &p, start) != 2 || p <= 1
+        || p > INT32_MAX) {
+        errno = ENOENT;
+        return -1;
+    }
+    *pid = (pid_t) p;
+    return 0;
+}
+
+/* Is pid, started at start, the stager (alive, not a zombie, named
+ * tierd-stage)?  A pid the kernel gave again has another start. */
+static bool stager_alive (pid_t pid, unsigned long long start)
 {
     char path[64], buf[512], *p;
     ssize_t n;
     int fd;
 
+    if (start == 0 || tier_proc_start (pid) != start)
+        return false;
     (void) snprintf (path, sizeof (path), "/proc/%d/stat", (int) pid);
     if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
         return errno != ENOENT && errno != ESRCH;
@@ -571,8 +598,10 @@ json_t *op_stage_restart (struct agent *a, struct conn *c, json_t *req,
     static struct stage_req r;
     char buf[1024], name[TIER_NS_NAME_MAX];
     json_int_t job_id = 0, part = -1, pid = 0, restarts;
+    unsigned long long start;
     struct store_job job;
     const char *state = NULL;
+    pid_t was;
     json_t *plan = NULL, *st;
     json_error_t jerr;
     tier_error_t e;
@@ -620,10 +649,8 @@ json_t *op_stage_restart (struct agent *a, struct conn *c, json_t *req,
         return o;
     }
     json_decref (st);
-    tier_ns_part_name ((int) part, TIER_NS_STAGE_PID, name, sizeof (name));
-    if (tier_ns_read (a->conf->namespace_dir, r.job_id, name, buf, sizeof (buf))
-            < 0
-        || atoll (buf) != pid || stager_alive ((pid_t) pid)) {
+    if (part_pid_read (a, r.job_id, (int) part, &was, &start) < 0 || was != pid
+        || stager_alive (was, start)) {
         json_decref (plan);
         return json_pack ("{s:b}", "restarted", 0); /* a stager runs */
     }
@@ -782,21 +809,27 @@ out:
 }
 
 /* A part still running at job end (scancel): stop its stager's process
- * group. */
+ * group -- only if the pid file's pid is still that stager (its start
+ * time, checked with a pidfd held: the kernel cannot give the pid to
+ * another process meanwhile, nor its group id while the stager lives). */
 static void part_stop (struct agent *a, const struct store_job *job, int part)
 {
-    char pidbuf[32], name[TIER_NS_NAME_MAX];
+    unsigned long long start;
     pid_t pid;
+    int pfd;
 
-    tier_ns_part_name (part, TIER_NS_STAGE_PID, name, sizeof (name));
-    if (tier_ns_read (a->conf->namespace_dir, job->job_id, name, pidbuf,
-                      sizeof (pidbuf))
-        < 0)
+    if (part_pid_read (a, job->job_id, part, &pid, &start) < 0
+        || (pfd = (int) syscall (SYS_pidfd_open, pid, 0)) < 0)
         return;
-    pid = (pid_t) atoi (pidbuf);
-    if (pid > 1 && kill (-pid, SIGKILL) == 0)
+    if (!stager_alive (pid, start))
+        tier_log (LOG_DEBUG,
+                  "job %u: stage-in part %d: pid %d is no more "
+                  "its stager: not signalled",
+                  job->job_id, part, (int) pid);
+    else if (kill (-pid, SIGKILL) == 0)
         tier_log (LOG_NOTICE, "job %u ended during stage-in: copies stopped",
                   job->job_id);
+    close (pfd);
 }
 
 static void part_count (struct agent *a, const struct store_job *job, json_t *o)

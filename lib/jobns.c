@@ -407,6 +407,17 @@ static int holder_ino (const char *holder, struct stat *st)
     return 0;
 }
 
+/* Is pid in the mount namespace the holder file hs is of? */
+static bool pid_in_ns (pid_t pid, const struct stat *hs)
+{
+    char path[64];
+    struct stat st;
+
+    (void) snprintf (path, sizeof (path), "/proc/%d/ns/mnt", (int) pid);
+    return stat (path, &st) == 0 && st.st_ino == hs->st_ino
+           && st.st_dev == hs->st_dev;
+}
+
 int tier_ns_pids (const char *base, uint32_t job_id, pid_t *pids, int max)
 {
     char holder[PATH_MAX];
@@ -421,16 +432,12 @@ int tier_ns_pids (const char *base, uint32_t job_id, pid_t *pids, int max)
     if (!(d = opendir ("/proc")))
         return -1;
     while ((de = readdir (d)) && n < max) {
-        char path[64];
-        struct stat st;
         char *end;
         long pid = strtol (de->d_name, &end, 10);
 
-        if (*end || pid <= 0)
+        if (*end || pid <= 0 || pid > INT32_MAX)
             continue;
-        (void) snprintf (path, sizeof (path), "/proc/%ld/ns/mnt", pid);
-        if (stat (path, &st) == 0 && st.st_ino == hs.st_ino
-            && st.st_dev == hs.st_dev)
+        if (pid_in_ns ((pid_t) pid, &hs))
             pids[n++] = (pid_t) pid;
     }
     closedir (d);
@@ -615,17 +622,39 @@ int tier_ns_run (const char *base, uint32_t job_id, tier_ns_fn fn, void *arg,
                            : "the namespace helper failed");
 }
 
+/* SIGKILL pid if it is still in the namespace: asked with a pidfd held,
+ * so that a pid that ended since it was listed and that the kernel gave
+ * to a process outside is never hit. */
+static void kill_if_inside (pid_t pid, const struct stat *hs)
+{
+    int pfd = (int) syscall (SYS_pidfd_open, pid, 0);
+
+    if (pfd < 0) {
+        if (errno == ENOSYS && pid_in_ns (pid, hs)) /* before Linux 5.3 */
+            (void) kill (pid, SIGKILL);
+        return;
+    }
+    if (pid_in_ns (pid, hs))
+        (void) syscall (SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+    close (pfd);
+}
+
 /* SIGKILL what is inside the namespace until nothing is, or wait_ms. */
 static int kill_inside (const char *base, uint32_t job_id, int wait_ms)
 {
     static pid_t pids[TIER_NS_PIDS_MAX];
     int64_t deadline = tier_now_ms () + wait_ms;
+    char holder[PATH_MAX];
+    struct stat hs;
     int n;
 
+    if (tier_ns_paths (base, job_id, NULL, holder, sizeof (holder)) < 0
+        || holder_ino (holder, &hs) < 0)
+        return 0;
     while ((n = tier_ns_pids (base, job_id, pids, TIER_NS_PIDS_MAX)) > 0) {
         for (int i = 0; i < n; i++)
             if (pids[i] != getpid ())
-                (void) kill (pids[i], SIGKILL);
+                kill_if_inside (pids[i], &hs);
         if (tier_now_ms () >= deadline)
             break;
         {

@@ -29,6 +29,7 @@
 #include "lib/clock.h"
 #include "lib/jobns.h"
 #include "lib/paths.h"
+#include "lib/proc.h"
 #include "lib/tjson.h"
 #include "lib/units.h"
 #include "lib/url.h"
@@ -156,20 +157,23 @@ int stage_start (const struct tier_conf *conf, const char *conf_path,
 }
 
 /* Part p's stager is gone (killed: the OOM killer, an admin) with its
- * part unfinished: it wrote no outcome, and none will come.  Its pid is in
- * stage[.P].pid; a pid reused meanwhile only looks alive (the wait then
- * ends at StageInTimeout).  The stager writes its outcome before it
- * exits: the caller reads the status again before it believes this. */
+ * part unfinished: it wrote no outcome, and none will come.  Its pid and
+ * start time are in stage[.P].pid: a pid the kernel gave to another
+ * process meanwhile has another start, so the stager is gone all the
+ * same.  The stager writes its outcome before it exits: the caller reads
+ * the status again before it believes this. */
 static bool stager_gone (const struct tier_conf *conf, uint32_t job_id, int p,
                          long *pid)
 {
-    char name[48], buf[32];
+    char name[48], buf[64];
+    unsigned long long start = 0;
 
     tier_ns_part_name (p, TIER_NS_STAGE_PID, name, sizeof (name));
-    if (tier_ns_read (conf->namespace_dir, job_id, name, buf, sizeof (buf)) < 0)
+    if (tier_ns_read (conf->namespace_dir, job_id, name, buf, sizeof (buf)) < 0
+        || sscanf (buf, "%ld %llu", pid, &start) != 2 || *pid <= 1
+        || *pid > INT32_MAX || start == 0)
         return false;
-    *pid = strtol (buf, NULL, 10);
-    return *pid > 1 && kill ((pid_t) *pid, 0) < 0 && errno == ESRCH;
+    return tier_proc_start ((pid_t) *pid) != start;
 }
 
 /* Ask the agent to start part p's stager again (it ended unfinished:

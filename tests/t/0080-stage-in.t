@@ -110,18 +110,54 @@ test_expect_success 'a long stage-in shows progress on stderr' '
     id=$(sbatch_wait alice -w n3 --tier-stage-in=$H/in/big -o /dev/null -e $OUT/p.err --wrap "wc -c < $H/in/big") &&
     cat $OUT/p.err && grep -q "tier: staging in: .* of 480.0 MiB" $OUT/p.err
 '
+# its 20th read of the GFS never answers: the stage-in is still copying
+# when the job is cancelled, however fast the node copies
+HANG_READ="home/alice/in/big:read:hang:20"
 test_expect_success 'scancel during stage-in stops the copy' '
-    gfsemu_reset "$GFS" &&
+    gfsemu_reset "$GFS" && gfsemu_fault "$GFS" "$HANG_READ" &&
     id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-in=$H/in/big -o /dev/null --wrap true) &&
-    wait_for 30 test -e $CLUSTER/run/ns/n1/$id/stage.pid && sleep 2 &&
-    p=$(cat $CLUSTER/run/ns/n1/$id/stage.pid) && kill -0 $p &&
+    wait_for 30 gfsemu_hung "$GFS" &&
+    wait_for 30 test -e $CLUSTER/run/ns/n1/$id/stage.pid &&
+    read -r p _ <$CLUSTER/run/ns/n1/$id/stage.pid && kill -0 $p &&
     scancel $id && wait_for 30 job_done $id &&
     wait_for 10 sh -c "! kill -0 $p 2>/dev/null" &&
     grep -q "job $id ended during stage-in: copies stopped" $CLUSTER/log/tierd-n1.log &&
+    gfsemu_fault_clear "$GFS" &&
     b=$(gfsemu_stat "$GFS" home/alice/in/big read_bytes) && echo "read $b of 503316480" &&
     test "$b" -lt 503316480 && test ! -e $(cat $CLUSTER/run/nvdimm.path)/n1/$id
 '
+# bob_leader: a process of bob that leads its own process group (as a
+# process the kernel gave a dead stager's pid would); its pid
+bob_leader () {
+    as_user bob setsid sleep 300 </dev/null >/dev/null 2>&1 &
+    wait_for 10 pgrep -u bob -x sleep >/dev/null && pgrep -u bob -x -n sleep
+}
+# The pid file then names bob's process with the stager's start time, as
+# after the stager died and the kernel gave its pid to bob.  Either the
+# task waiting for the stage-in finds the stager gone first (it looks
+# every 3 s) and has the part started again, whose stager job end stops;
+# or job end comes first and signals no one: bob's process group lives.
+test_expect_success 'a stager pid that now names another process is never signalled' '
+    gfsemu_reset "$GFS" && gfsemu_fault "$GFS" "$HANG_READ" &&
+    bp=$(bob_leader) && test -n "$bp" &&
+    test "$(ps -o pgid= -p $bp | tr -d " ")" = "$bp" &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-in=$H/in/big -o /dev/null --wrap true) &&
+    wait_for 30 gfsemu_hung "$GFS" &&
+    wait_for 30 test -e $CLUSTER/run/ns/n1/$id/stage.pid &&
+    read -r sp start <$CLUSTER/run/ns/n1/$id/stage.pid && kill -0 $sp &&
+    echo "stager $sp started at $start; the pid file now says $bp" &&
+    printf "%s %s\n" "$bp" "$start" >$CLUSTER/run/ns/n1/$id/stage.pid &&
+    sleep 4 && scancel $id && wait_for 30 job_done $id &&
+    sleep 1 && kill -0 $bp &&
+    grep "job $id" $CLUSTER/log/tierd-n1.log &&
+    grep -E "job $id: stage-in: its stager \(pid $bp\) ended unfinished; started again|job $id: stage-in part 0: pid $bp is no more its stager: not signalled" \
+        $CLUSTER/log/tierd-n1.log &&
+    gfsemu_fault_clear "$GFS" &&
+    wait_for 30 sh -c "! kill -0 $sp 2>/dev/null" &&
+    kill $bp && no_drain
+'
 test_expect_success 'without PrologFlags=Alloc, a node stages when the job reaches it' '
+    gfsemu_fault_clear "$GFS" &&
     id=$(cd $H && as_user alice sbatch --parsable -N2 -w n1,n2 --tier-stage-in=$H/in/q1.txt -o $OUT/na.out \
         --wrap "sleep 4; srun -N2 cat $H/in/q1.txt >/dev/null; echo done") &&
     wait_for 30 test -e $CLUSTER/run/ns/n1/$id/stage.status && sleep 1 &&

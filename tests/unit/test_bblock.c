@@ -131,14 +131,13 @@ static void test_proc_start (void **state)
     pid_t pid;
 
     (void) state;
-    assert_true (holder_proc_start (getpid ()) > 0);
-    assert_true (holder_proc_start (getpid ())
-                 == holder_proc_start (getpid ()));
+    assert_true (tier_proc_start (getpid ()) > 0);
+    assert_true (tier_proc_start (getpid ()) == tier_proc_start (getpid ()));
     assert_true ((pid = fork ()) >= 0);
     if (pid == 0)
         _exit (0);
     assert_int_equal (waitpid (pid, NULL, 0), pid);
-    assert_true (holder_proc_start (pid) == 0);
+    assert_true (tier_proc_start (pid) == 0);
 }
 
 static void test_free_lock (void **state)
@@ -155,7 +154,7 @@ static void test_free_lock (void **state)
     assert_true (l.fd >= 0);
     assert_int_equal (sleeps, 0); /* at once */
     me_as_holder (want, sizeof (want), NODE, BOOT, getpid (),
-                  holder_proc_start (getpid ()));
+                  tier_proc_start (getpid ()));
     assert_string_equal (read_lock (), want);
     assert_int_equal (bblock_holder_read (dfd, LOCK, &h, &mt, raw,
                                           sizeof (raw)),
@@ -163,7 +162,7 @@ static void test_free_lock (void **state)
     assert_string_equal (h.node, NODE);
     assert_string_equal (h.boot, BOOT);
     assert_int_equal (h.pid, getpid ());
-    assert_true (h.start == holder_proc_start (getpid ()));
+    assert_true (h.start == tier_proc_start (getpid ()));
     assert_string_equal (raw, want);
     /* a second taker of this process waits: it holds no lock twice */
     {
@@ -189,7 +188,7 @@ static void test_live_holder_blocks (void **state)
 
     (void) state;
     me_as_holder (text, sizeof (text), NODE, BOOT, getpid (),
-                  holder_proc_start (getpid ()));
+                  tier_proc_start (getpid ()));
     write_holder (text);
     lock_init (&l, 100, 5);
     errno = 0;
@@ -283,7 +282,7 @@ static void taken_over (const char *text, uint64_t stale_s, bool immediate)
         assert_true (fake_ms - t0 < (int64_t) (stale_s + 2) * 1000);
     }
     me_as_holder (want, sizeof (want), NODE, BOOT, getpid (),
-                  holder_proc_start (getpid ()));
+                  tier_proc_start (getpid ()));
     assert_string_equal (read_lock (), want);
     bblock_release (&l);
     /* nothing left: the broken lock was removed too */
@@ -314,7 +313,7 @@ static void test_reused_pid (void **state)
     (void) state;
     /* this process's pid, but not its start time: another process */
     me_as_holder (text, sizeof (text), NODE, BOOT, getpid (),
-                  holder_proc_start (getpid ()) + 1);
+                  tier_proc_start (getpid ()) + 1);
     taken_over (text, 100, true);
 }
 
@@ -324,7 +323,7 @@ static void test_other_boot (void **state)
 
     (void) state;
     me_as_holder (text, sizeof (text), NODE, "boot-0", getpid (),
-                  holder_proc_start (getpid ()));
+                  tier_proc_start (getpid ()));
     taken_over (text, 100, true);
 }
 

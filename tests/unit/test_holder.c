@@ -156,7 +156,7 @@ static void test_free_lock (void **state)
     assert_true (n > 0);
     buf[n] = '\0';
     (void) snprintf (want, sizeof (want), "pid=%d start=%llu\n",
-                     (int) getpid (), holder_proc_start (getpid ()));
+                     (int) getpid (), tier_proc_start (getpid ()));
     assert_string_equal (buf, want);
     close (fd);
 }
@@ -191,7 +191,7 @@ static void test_orphan_ended (void **state)
     assert_int_equal (holder_lock (fd, "tierd-mig", 10000, &holder, &ended), 0);
     assert_int_equal (ended, pid);
     reap (keeper); /* it reaped the orphan */
-    assert_true (holder_proc_start (pid) == 0);
+    assert_true (tier_proc_start (pid) == 0);
     close (fd);
 }
 
@@ -200,7 +200,7 @@ static void test_orphan_not_ours (void **state)
 {
     pid_t keeper, pid = orphan_holder (HOLD_OFD, "other", &keeper);
     pid_t holder, ended;
-    unsigned long long start = holder_proc_start (pid);
+    unsigned long long start = tier_proc_start (pid);
     int fd = open_lock ();
 
     (void) state;
@@ -231,7 +231,7 @@ static void test_bblock_orphan (void **state)
     bblock_init (&l, dfd, "KEY.lock", "n1", "boot1", 60, 10);
     assert_int_equal (bblock_take (&l, err, sizeof (err)), 0);
     reap (keeper);
-    assert_true (holder_proc_start (pid) == 0);
+    assert_true (tier_proc_start (pid) == 0);
     bblock_release (&l);
 }
 
