@@ -362,6 +362,24 @@ test_expect_success 'a second tierd on the node refuses to start; the first serv
     test "$(stat -c %i "$(sock n1)")" = "$ino" &&
     $TIERCTL -N n1 ping | grep "pid $p,"
 '
+# n1's agent again with tier.conf FILE (the cluster's by default)
+agent_restart_with () {
+    _p=$(agent_pid n1) && kill $_p && wait_for 20 sh -c "! kill -0 $_p 2>/dev/null" &&
+    env -i PMEM_IS_PMEM_FORCE=1 $CLUSTER/lib/tierd -c "${1:-$CLUSTER/etc/tier.conf}" -N n1 &&
+    wait_for 20 $TIERCTL -N n1 ping
+}
+test_expect_success 'a BBDir in a directory bob may change: the replica cache stays off and says why' '
+    mkdir -p $TRASH/bobbb && chown bob $TRASH/bobbb && chmod 755 $TRASH/bobbb &&
+    sed "s|^BBDir = .*|BBDir = $TRASH/bobbb/bb|" $CLUSTER/etc/tier.conf >$TRASH/bb.conf &&
+    grep -q "^BBDir = $TRASH/bobbb/bb\$" $TRASH/bb.conf &&
+    agent_restart_with $TRASH/bb.conf &&
+    wait_for 20 grep -q "replica cache disabled: $TRASH/bobbb/bb: a directory above it is not root.s" $CLUSTER/log/tierd-n1.log &&
+    grep "replica cache disabled" $CLUSTER/log/tierd-n1.log | tail -n 1 &&
+    test ! -e $TRASH/bobbb/bb &&
+    agent_restart_with &&
+    $TIERCTL -N n1 status --json >"$TRASH/st.json" &&
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[\"replicas\"]; assert r[\"enabled\"], r" "$TRASH/st.json"
+'
 test_expect_success 'kill -9 of the agent: the next job brings it back, the registry survives' '
     before=$($TIERCTL -N n1 jobs --json | python3 -c "import json,sys; print(\" \".join(str(j[\"job_id\"]) for j in json.load(sys.stdin)[\"jobs\"]))") &&
     test -n "$before" &&
