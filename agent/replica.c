@@ -472,15 +472,6 @@ static json_t *serve (struct agent *a, struct conn *c, struct replica_req *rq,
         c->waiting++;
         return RPC_DEFERRED;
     }
-    if (replica_evict_make_room (a, (uint64_t) rq->st.st_size, why,
-                                 sizeof (why))
-        < 0) {
-        close (rq->fd);
-        free (w);
-        tier_log_limited (&r->log_full, LOG_WARNING, "replica of %s not "
-                          "made: %s (read from the GFS)", rq->path, why);
-        return replica_fallthrough (a, rq->job, "%s", why);
-    }
     if (queued_of (r, rq->uid) >= a->conf->fetches_per_user) {
         /* each queued fetch holds its source's descriptor: a user
          * asking for ever more (and leaving) must not exhaust the
@@ -501,6 +492,15 @@ static json_t *serve (struct agent *a, struct conn *c, struct replica_req *rq,
                           "replica of %s not "
                           "made now: %s (read from the GFS)",
                           rq->path, why);
+        return replica_fallthrough (a, rq->job, "%s", why);
+    }
+    if (replica_evict_make_room (a, rq->uid, (uint64_t) rq->st.st_size, why,
+                                 sizeof (why))
+        < 0) {
+        close (rq->fd);
+        free (w);
+        tier_log_limited (&r->log_full, LOG_WARNING, "replica of %s not "
+                          "made: %s (read from the GFS)", rq->path, why);
         return replica_fallthrough (a, rq->job, "%s", why);
     }
     if (!(f = fetch_new (rq))) {

@@ -131,9 +131,10 @@ json_t *replica_index_json (const struct replica *x);
 /* Remove the replica's file (safe while open: readers keep theirs), its
  * mirrors and its record. */
 void replica_evict_one (struct agent *a, struct replica *x, const char *why);
-/* Make room for size bytes, or -1 with why (see replica_evict.c). */
-int replica_evict_make_room (struct agent *a, uint64_t size, char *why,
-                             size_t whysize);
+/* Make room for size bytes that uid asks for, or -1 with why (see
+ * replica_evict.c: the BB is shared fairly between users). */
+int replica_evict_make_room (struct agent *a, uint32_t uid, uint64_t size,
+                             char *why, size_t whysize);
 /* The largest file this node may make a replica of (0: no bound known);
  * what says which bound, for messages. */
 uint64_t replica_evict_size_bound (struct agent *a, char *what,

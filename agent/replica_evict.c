@@ -3,11 +3,17 @@
 /* replica_evict.c - the replica cache's eviction: the budget, the
  * free-space floor, LRU, ttl
  *
- * A node evicts only the replicas it fetched (struct replica's owner):
- * least recently used first, replicas of batches running on this node
- * last, when a new copy needs room within BBCapacity and above BBMinFree
- * free on the BB; and every replica past its policy's ttl.  Copies in
- * flight count as taken.
+ * A node evicts only the replicas it fetched (struct replica's owner),
+ * when a new copy needs room within BBCapacity and above BBMinFree free
+ * on the BB, and every replica past its policy's ttl.  Copies in flight
+ * count as taken.  The BB is shared fairly between users: the victim is
+ * the least recently used replica (those of batches running on this node
+ * last) of the user who holds the most above an equal share of the
+ * budget among the users who hold or fetch replicas here, the one asking
+ * counted with what it asks for -- a user who fills the BB evicts their
+ * own replicas, not another's; only when nobody is above the share does
+ * plain LRU choose.  A user's copies in flight take at most half the
+ * budget while another copy of theirs is in flight.
  *
  * Owns those rules.  Calls replica_index.c (the records), store.c (the
  * running jobs) and mirror.c (mirror_drop: a mirror without one of its
@@ -66,10 +72,12 @@ static bool in_use (const struct batches *b, uint32_t batch)
     return false;
 }
 
-/* The least recently used replica this node fetched, those of batches
- * not running on this node first; NULL if none.
+/* The least recently used replica this node fetched (of uid only, with
+ * of_uid), those of batches not running on this node first; NULL if
+ * none.
  */
-static struct replica *lru (struct replicas *r, const struct batches *b)
+static struct replica *lru (struct replicas *r, const struct batches *b,
+                            bool of_uid, uint32_t uid)
 {
     struct replica *best = NULL;
     bool best_busy = true;
@@ -77,7 +85,7 @@ static struct replica *lru (struct replicas *r, const struct batches *b)
     for (int i = 0; i < REPLICA_BUCKETS; i++)
         for (struct replica *x = r->tab[i]; x; x = x->next) {
             bool busy;
-            if (!x->owner)
+            if (!x->owner || (of_uid && x->uid != uid))
                 continue;
             busy = in_use (b, x->batch);
             if (!best || (best_busy && !busy)
@@ -87,6 +95,88 @@ static struct replica *lru (struct replicas *r, const struct batches *b)
             }
         }
     return best;
+}
+
+/* What each user holds on this node's BB: replicas and copies in flight. */
+#define USERS_MAX 256
+struct uses {
+    struct {
+        uint32_t uid;
+        uint64_t bytes;
+        int replicas; /* of them, this node's replicas (evictable) */
+    } u[USERS_MAX];
+    int n;
+};
+
+static void uses_add (struct uses *s, uint32_t uid, uint64_t bytes,
+                      int replicas)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->u[i].uid == uid) {
+            s->u[i].bytes += bytes;
+            s->u[i].replicas += replicas;
+            return;
+        }
+    if (s->n < USERS_MAX) {
+        s->u[s->n].uid = uid;
+        s->u[s->n].bytes = bytes;
+        s->u[s->n++].replicas = replicas;
+    }
+}
+
+static void uses_evicted (struct uses *s, const struct replica *x)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->u[i].uid == x->uid) {
+            s->u[i].bytes -= x->size < s->u[i].bytes ? x->size : s->u[i].bytes;
+            s->u[i].replicas--;
+        }
+}
+
+static void uses_of (const struct replicas *r, uint32_t uid, uint64_t size,
+                     struct uses *s)
+{
+    s->n = 0;
+    uses_add (s, uid, size, 0);
+    for (int i = 0; i < REPLICA_BUCKETS; i++)
+        for (const struct replica *x = r->tab[i]; x; x = x->next)
+            if (x->owner)
+                uses_add (s, x->uid, x->size, 1);
+    for (const struct fetch *f = r->fetches; f; f = f->next)
+        if (!f->done)
+            uses_add (s, f->uid, f->size, 0);
+}
+
+/* The user most above an equal share of total who has a replica to
+ * give; false if nobody is above it. */
+static bool over_share (const struct uses *s, uint64_t total, uint32_t *uid)
+{
+    uint64_t share = s->n ? total / (uint64_t) s->n : total, most = 0;
+    bool found = false;
+
+    for (int i = 0; i < s->n; i++)
+        if (s->u[i].replicas > 0 && s->u[i].bytes > share
+            && s->u[i].bytes - share > most) {
+            most = s->u[i].bytes - share;
+            *uid = s->u[i].uid;
+            found = true;
+        }
+    return found;
+}
+
+/* The next replica to evict (see above), NULL if none; s loses it. */
+static struct replica *victim (struct replicas *r, const struct batches *b,
+                               struct uses *s, uint64_t total)
+{
+    struct replica *x;
+    uint32_t uid;
+
+    x = over_share (s, total, &uid) ? lru (r, b, true, uid) : NULL;
+    if (!x)
+        x = lru (r, b, false, 0);
+    if (x)
+        uses_evicted (s, x);
+    return x;
 }
 
 static uint64_t inflight_bytes (const struct replicas *r)
@@ -146,17 +236,30 @@ static int budget_taken (struct agent *a, char *why, size_t whysize)
 /* Make room for size bytes within the budget and the free-space floor,
  * evicting this node's least recently used replicas -- only when that
  * can make enough room: a request that cannot fit evicts nothing. */
-int replica_evict_make_room (struct agent *a, uint64_t size, char *why,
-                             size_t whysize)
+int replica_evict_make_room (struct agent *a, uint32_t uid, uint64_t size,
+                             char *why, size_t whysize)
 {
     struct replicas *r = a->replicas;
     uint64_t cap = a->conf->bb_capacity, min = a->conf->bb_min_free;
-    uint64_t inflight = inflight_bytes (r), avail;
+    uint64_t inflight = inflight_bytes (r), avail, mine = 0, total;
     struct batches b = { .n = 0 };
+    static struct uses s;
+    char what[160];
     tier_error_t e;
 
     if (cap && inflight + size > cap)
         return budget_taken (a, why, whysize);
+    for (const struct fetch *f = r->fetches; f; f = f->next)
+        if (!f->done && f->uid == uid)
+            mine += f->size;
+    total = replica_evict_size_bound (a, what, sizeof (what));
+    if (mine > 0 && total && mine + size > total / 2) {
+        (void) snprintf (why, whysize,
+                         "uid %u's copies in flight take half of %s "
+                         "already",
+                         (unsigned) uid, what);
+        return -1;
+    }
     avail = replica_evict_bb_free (r);
     if (avail != UINT64_MAX && avail + r->owned_bytes < size + min + inflight) {
         (void) snprintf (why, whysize,
@@ -169,14 +272,15 @@ int replica_evict_make_room (struct agent *a, uint64_t size, char *why,
         return -1;
     }
     (void) store_job_foreach (a->store, running_cb, &b, &e);
+    uses_of (r, uid, size, &s);
     while (cap && r->owned_bytes + inflight_bytes (r) + size > cap) {
-        struct replica *x = lru (r, &b);
+        struct replica *x = victim (r, &b, &s, total);
         if (!x)
             return budget_taken (a, why, whysize);
         replica_evict_one (a, x, "BB budget");
     }
     while (replica_evict_bb_free (r) < size + min + inflight_bytes (r)) {
-        struct replica *x = lru (r, &b);
+        struct replica *x = victim (r, &b, &s, total);
         if (!x) {
             (void) snprintf (why, whysize, "the burst buffer is full");
             return -1;

@@ -227,6 +227,19 @@ int main (int argc, char **argv)
         int sub_argc = argc - optind + 1;
         char **sub_argv = argv + optind - 1;
         int rc;
+        /* --json after the command too, as each command's usage says
+         * (up to a "--" that ends its options) */
+        for (int i = 1, end = 0; i < sub_argc;) {
+            end = end || !strcmp (sub_argv[i], "--");
+            if (!end && !strcmp (sub_argv[i], "--json")) {
+                ctl.json = true;
+                memmove (&sub_argv[i], &sub_argv[i + 1],
+                         (size_t) (sub_argc - i) * sizeof (*sub_argv));
+                sub_argc--;
+            }
+            else
+                i++;
+        }
         optind = 0;                     /* reset getopt for the subcommand */
         rc = cmd->fn (&ctl, sub_argc, sub_argv);
         tier_conf_destroy (ctl.conf);

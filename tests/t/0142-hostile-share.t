@@ -1,0 +1,65 @@
+#!/bin/bash
+# 0142-hostile-share.t - a user who fills a shared resource of the node
+# takes only a share of it.
+#
+# The BB replica cache (BBCapacity 2 GiB here) is one budget for every
+# user of the node.  alice's job leaves two 400 MiB replicas on n2; bob
+# then reads four 400 MiB files of his own there.  Room for bob's fourth
+# must be made by evicting a replica: bob holds more than an equal share
+# of the budget (1 GiB each of the two users), alice less, so bob's own
+# least recently used replica goes, not alice's older ones (plain LRU
+# would have evicted alice's).
+test_description='hostile users: the BB is shared fairly between users'
+. "$(dirname "$0")/../lib/tap.sh"
+. "$TIER_SRCDIR/tests/lib/cluster.sh"
+
+test_have_prereq ROOT,SLURM,FUSE,USERS || skip_all "needs root, Slurm, FUSE and users"
+test_expect_success 'start the cluster' 'cluster_start'
+[ -n "${CLUSTER:-}" ] || bail_out "no cluster"
+H=$GFS/home/alice
+HB=$GFS-backing/home/alice
+BH=$GFS/home/bob
+BHB=$GFS-backing/home/bob
+TIERCTL="$CLUSTER/lib/tierctl -c $CLUSTER/etc/tier.conf"
+LOG=$CLUSTER/log/tierd-n2.log
+MIB400=419430400
+
+# files of 400 MiB, sparse in the GFS's backing store (quick to make; the
+# replicas are counted by their size)
+as_user alice mkdir -p $H/share && as_user bob mkdir -p $BH/share
+for f in a0 a1; do truncate -s 400M $HB/share/$f && chown alice: $HB/share/$f; done
+for f in b0 b1 b2 b3; do truncate -s 400M $BHB/share/$f && chown bob: $BHB/share/$f; done
+# replicas_of LIST: the sources of n2's replicas, one a line, into LIST
+replicas_of () {
+    $TIERCTL -N n2 replicas --json >$TRASH/rep.json &&
+    python3 -c "import json,sys; [print(r[\"path\"]) for r in json.load(open(sys.argv[1]))[\"replicas\"]]" \
+        $TRASH/rep.json | sort >"$1"
+}
+test_expect_success 'alice leaves two replicas on n2' '
+    id=$(sbatch_wait alice -w n2 --tier-batch=$H/share -o $H/share.out \
+         --wrap "cat $H/share/a0 $H/share/a1 | wc -c") &&
+    test "$(job_state $id)" = COMPLETED && test "$(cat $H/share.out)" = $((2 * MIB400)) &&
+    replicas_of $TRASH/r1 && cat $TRASH/r1 &&
+    grep -qx "$H/share/a0" $TRASH/r1 && grep -qx "$H/share/a1" $TRASH/r1
+'
+test_expect_success 'bob reads more than his share: his own replica is evicted, not alice'"'"'s' '
+    id=$(sbatch_wait bob -w n2 --tier-batch=$BH/share -o $BH/share.out \
+         --wrap "for f in b0 b1 b2 b3; do wc -c <$BH/share/\$f; done") &&
+    test "$(job_state $id)" = COMPLETED && cat $BH/share.out &&
+    test "$(grep -cx $MIB400 $BH/share.out)" = 4 &&
+    grep "evicted" $LOG &&
+    grep -q "replica of $BH/share/b0 ($MIB400 bytes) evicted: BB budget" $LOG &&
+    ! grep -q "replica of $H/share/.* evicted" $LOG &&
+    replicas_of $TRASH/r2 && cat $TRASH/r2 &&
+    grep -qx "$H/share/a0" $TRASH/r2 && grep -qx "$H/share/a1" $TRASH/r2 &&
+    grep -qx "$BH/share/b3" $TRASH/r2
+'
+test_expect_success 'alice reads hers again: both are hits' '
+    id=$(sbatch_wait alice -w n2 --tier-batch=$H/share -o $H/share2.out \
+         --wrap "cat $H/share/a0 $H/share/a1 | wc -c") &&
+    test "$(job_state $id)" = COMPLETED &&
+    $TIERCTL -N n2 counters --job $id --json >$TRASH/c.json &&
+    python3 -c "import json,sys; c=json.load(open(sys.argv[1]))[\"counters\"][\"batch\"]; print(c); assert c[\"hits\"] >= 2, c" $TRASH/c.json
+'
+test_expect_success 'no node was drained' 'no_drain'
+test_done
