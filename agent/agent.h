@@ -234,6 +234,10 @@ json_t *tiers_json (struct agent *a);
 
 /* rpc.c */
 uint64_t agent_reserved (struct agent *a);
+/* stage.c: the NVDIMM bytes the stage-ins of running jobs hold (their
+ * parts' totals), but part except_part of job except_job. */
+uint64_t stage_bytes_held (struct agent *a, uint32_t except_job,
+                           int except_part);
 
 /* jobs.c: reconcile the registry with slurmctld after a restart */
 bool agent_privileged (struct agent *a, uid_t uid);

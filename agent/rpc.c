@@ -219,7 +219,7 @@ static int reserve_scratch (struct agent *a, struct store_job *job,
 {
     struct reserved_ctx rc = { .except = job->job_id };
     tier_error_t error;
-    uint64_t cap = a->conf->nvdimm_capacity;
+    uint64_t cap = a->conf->nvdimm_capacity, staged;
 
     job->reserved = 0;
     if (want == 0 || cap == 0) {
@@ -228,12 +228,22 @@ static int reserve_scratch (struct agent *a, struct store_job *job,
     }
     if (store_job_foreach (a->store, reserved_cb, &rc, &error) < 0)
         return -1;
+    /* staged inputs are on the NVDIMM tier too */
+    staged = stage_bytes_held (a, 0, -1);
+    rc.sum = tier_size_add (rc.sum, staged);
     if (want > cap || rc.sum > cap - want) {
-        (void) snprintf (why, size, "the NVDIMM tier of node %s cannot "
-                         "reserve %llu MiB (%llu of %llu MiB are reserved)",
+        char held[64] = "";
+        if (staged)
+            (void) snprintf (held, sizeof (held),
+                             ", %llu MiB of them by staged inputs",
+                             (unsigned long long) (staged >> 20));
+        (void) snprintf (why, size,
+                         "the NVDIMM tier of node %s cannot "
+                         "reserve %llu MiB (%llu of %llu MiB are "
+                         "reserved%s)",
                          a->node, (unsigned long long) (want >> 20),
                          (unsigned long long) (rc.sum >> 20),
-                         (unsigned long long) (cap >> 20));
+                         (unsigned long long) (cap >> 20), held);
         return -1;
     }
     job->reserved = want;

@@ -54,6 +54,7 @@
 #include "lib/log.h"
 #include "lib/paths.h"
 #include "lib/proc.h"
+#include "lib/units.h"
 #include "lib/url.h"
 #include "agent.h"
 #include "child.h"
@@ -368,6 +369,71 @@ static void on_stager_done (struct agent *a, struct child *c, int status,
     free (p);
 }
 
+struct held_ctx {
+    struct agent *a;
+    uint32_t except_job;
+    int except_part;
+    uint64_t sum;
+};
+
+static int held_cb (const struct store_job *j, void *arg)
+{
+    struct held_ctx *h = arg;
+    char buf[1024], name[TIER_NS_NAME_MAX];
+
+    if (j->state != STORE_JOB_RUNNING)
+        return 0;
+    for (int p = 0; p < STAGE_ITEMS_MAX; p++) {
+        json_error_t jerr;
+        json_t *o;
+
+        tier_ns_part_name (p, TIER_NS_STAGE_STATUS, name, sizeof (name));
+        if (tier_ns_read (h->a->conf->namespace_dir, j->job_id, name, buf,
+                          sizeof (buf))
+            < 0)
+            break;
+        if (j->job_id == h->except_job && p == h->except_part)
+            continue;
+        if ((o = json_loads (buf, 0, &jerr))) {
+            json_int_t t = json_integer_value (json_object_get (o, "total"));
+            if (t > 0)
+                h->sum = tier_size_add (h->sum, (uint64_t) t);
+            json_decref (o);
+        }
+    }
+    return 0;
+}
+
+uint64_t stage_bytes_held (struct agent *a, uint32_t except_job,
+                           int except_part)
+{
+    struct held_ctx h = { .a = a,
+                          .except_job = except_job,
+                          .except_part = except_part };
+    tier_error_t e;
+
+    (void) store_job_foreach (a->store, held_cb, &h, &e);
+    return h.sum;
+}
+
+/* What part r may stage: NvdimmCapacity less the scratch reservations
+ * of running jobs and what their other stage-ins hold (stage-in data is
+ * on the NVDIMM tier as scratch is). */
+static void stage_room (struct agent *a, struct stage_req *r)
+{
+    uint64_t cap = a->conf->nvdimm_capacity;
+
+    r->capacity = cap;
+    r->taken = 0;
+    r->room = 0;
+    if (!cap)
+        return;
+    r->taken = tier_size_add (agent_reserved (a),
+                              stage_bytes_held (a, r->job_id, r->part));
+    /* nothing left is still a bound: 1 byte */
+    r->room = r->taken < cap ? cap - r->taken : 1;
+}
+
 /* The part's stager; its pid in stage[.P].pid for stage_job_end. */
 static int start_stager (struct agent *a, struct stage_req *r,
                          tier_error_t *error)
@@ -388,6 +454,7 @@ static int start_stager (struct agent *a, struct stage_req *r,
     struct child *c;
 
     stage_status_write (a->conf, r->job_id, r->part, &st);
+    stage_room (a, r);
     /* its copies take GFS streams and the user's bandwidth (streams.c):
      * the channel and the bucket exist before the stager is forked */
     (void) snprintf (what, sizeof (what), "stage-in of job %u", r->job_id);

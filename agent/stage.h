@@ -53,6 +53,11 @@ struct stage_req {
     struct tier_copy_limit *limit; /* the user's bandwidth (shared) */
     int part;                      /* which part of the job's stage-in */
     int base;                      /* the stage directory of items[0] */
+    uint64_t room;                 /* NVDIMM bytes it may stage (0: no
+                                    * bound: no NvdimmCapacity) */
+    uint64_t capacity, taken;      /* for the message: NvdimmCapacity and
+                                    * what reservations and other stage-ins
+                                    * hold of it */
 };
 
 /* A part's NamespaceDir/JOBID/stage[.P].status (replaced atomically). */
@@ -81,6 +86,9 @@ void stage_on_progress (uint64_t done, uint64_t total, void *arg);
 
 /* stage_child.c, in the copier: an error message to the stager; returns
  * -1 (for "return stage_say (...)"). */
+/* The part's inputs need more than r->room: what to say. */
+void stage_room_text (const struct stage_req *r, uint64_t need, char *buf,
+                      size_t size);
 int stage_say (int chan, const char *fmt, ...)
     __attribute__ ((format (printf, 2, 3)));
 

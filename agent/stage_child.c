@@ -69,6 +69,7 @@
 #include "lib/endpoint.h"
 #include "lib/jobns.h"
 #include "lib/log.h"
+#include "lib/units.h"
 #include "lib/paths.h"
 #include "lib/state.h"
 #include "lib/trust.h"
@@ -438,6 +439,31 @@ static int copier_as_root (void *arg)
     return 0;
 }
 
+void stage_room_text (const struct stage_req *r, uint64_t need, char *buf,
+                      size_t size)
+{
+    char a[32], b[32], c[32], d[32];
+
+    (void) snprintf (buf, size,
+                     "%s%s: the stage-in needs %s, and the NVDIMM tier of "
+                     "this node has %s left for it (NvdimmCapacity %s, %s "
+                     "of it reserved for scratch or holding other "
+                     "stage-ins)",
+                     r->items[0], r->nitems > 1 ? " (and the others)" : "",
+                     tier_size_format (need, a, sizeof (a)),
+                     tier_size_format (r->room, b, sizeof (b)),
+                     tier_size_format (r->capacity, c, sizeof (c)),
+                     tier_size_format (r->taken, d, sizeof (d)));
+}
+
+static int stage_room_say (const struct stage_req *r, int chan, uint64_t need)
+{
+    char text[TIER_ERROR_MAX];
+
+    stage_room_text (r, need, text, sizeof (text));
+    return stage_say (chan, "%s", text);
+}
+
 /* The job's credentials from here on (child.c took them). */
 static int copier_main (void *arg, int chan)
 {
@@ -460,6 +486,10 @@ static int copier_main (void *arg, int chan)
     /* curl_global_init: this process is single-threaded (forked) */
     if (cp->any_url && tier_endpoint_init (&e) < 0) {
         (void) stage_say (chan, "%s", e.text);
+        return 1;
+    }
+    if (r->room && total > r->room) {
+        (void) stage_room_say (r, chan, total);
         return 1;
     }
     m.total = total;

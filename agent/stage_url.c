@@ -320,13 +320,23 @@ struct url_progress {
     struct stage_progress *prog;
     uint64_t *total;
     bool counted;
+    uint64_t room; /* the part's NVDIMM room (0: none) */
+    uint64_t need; /* past it: what the part would need */
+    atomic_int cancel;
 };
 
-/* The object's size joins the total once the server has said it. */
+/* The object's size joins the total once the server has said it; past
+ * the part's room the GET stops. */
 static void on_url_progress (uint64_t done, uint64_t total, void *arg)
 {
     struct url_progress *u = arg;
+    uint64_t would = *u->total + (u->counted ? 0 : total ? total : done);
 
+    if (u->room && would > u->room && !u->need) {
+        u->need = would;
+        atomic_store (&u->cancel, 1);
+        return;
+    }
     if (total && !u->counted) {
         struct stagemsg m = { .type = STAGEMSG_TOTAL };
 
@@ -348,10 +358,11 @@ int stage_url_fetch (const struct stage_req *r, const struct tier_url *u,
 {
     static const char tmp[] = ".tier-fetch.part";
     const char *ca = r->conf->endpoint_ca_file;
-    struct url_progress up = { .prog = prog, .total = total };
+    struct url_progress up = { .prog = prog, .total = total, .room = r->room };
     struct tier_endpoint_opts opts = {
         .creds = creds,
         .ca_file = ca[0] ? ca : NULL,
+        .cancel = &up.cancel,
         .progress = on_url_progress,
         .progress_arg = &up,
     };
@@ -368,8 +379,14 @@ int stage_url_fetch (const struct stage_req *r, const struct tier_url *u,
         tier_errprintf (error, "%s: %s", u->display, strerror (errno));
         goto out;
     }
-    if (tier_endpoint_get (ep, fd, 0, &res, error) < 0)
+    if (tier_endpoint_get (ep, fd, 0, &res, error) < 0) {
+        if (up.need) {
+            char text[TIER_ERROR_MAX];
+            stage_room_text (r, up.need, text, sizeof (text));
+            tier_errprintf (error, "%s", text);
+        }
         goto out;
+    }
     if (fchmod (fd, mode) < 0 || renameat (dstfd, tmp, dstfd, name) < 0) {
         tier_errprintf (error, "%s: %s", u->display, strerror (errno));
         goto out;

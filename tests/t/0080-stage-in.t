@@ -217,5 +217,45 @@ test_expect_success 'an input policy inside a pipeline directory is refused when
     grep -q "key .stage.: does not apply to role batch" $TRASH/role.err &&
     (cd $H && as_user alice $TIERCTL -N n1 unset policy $H/pipe)
 '
+# ------------------------------------------ stage-in within the NVDIMM room
+#
+# Staged inputs are on the NVDIMM tier (NvdimmCapacity 1 GiB here) as
+# scratch is: a part may stage what the scratch reservations of running
+# jobs and their other stage-ins leave, and a reservation counts what
+# staged inputs hold.  The files are sparse in the GFS's backing store:
+# a part that does not fit fails from its sizes, before it reads a byte.
+HB=$GFS-backing/home/alice
+truncate -s 1200M $HB/in/huge && chown alice: $HB/in/huge
+truncate -s 400M $HB/in/mid && chown alice: $HB/in/mid
+as_user alice mkdir -p $H/scr
+test_expect_success 'a stage-in larger than the NVDIMM tier fails the job, naming the sizes' '
+    id=$(sbatch_wait alice -w n2 --tier-stage-in=$H/in/huge -o /dev/null -e $OUT/huge.err --wrap "echo ran") &&
+    test "$(job_state $id)" = FAILED && cat $OUT/huge.err &&
+    grep -q "$H/in/huge: the stage-in needs 1.2 GiB, and the NVDIMM tier of this node has 1.0 GiB left for it (NvdimmCapacity 1.0 GiB, 0 B of it reserved for scratch or holding other stage-ins)" $OUT/huge.err &&
+    b=$(gfsemu_stat "$GFS" home/alice/in/huge read_bytes) && test "$b" = 0 &&
+    test ! -e $(cat $CLUSTER/run/nvdimm.path)/n2/$id
+'
+test_expect_success 'a running job'"'"'s scratch reservation is not staged over: the next stage-in gets what is left' '
+    rm -f $OUT/hold-ready $OUT/hold-go &&
+    a=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-scratch=$H/scr:800M -o /dev/null \
+        --wrap "touch $OUT/hold-ready; while [ ! -e $OUT/hold-go ]; do sleep 0.2; done") &&
+    wait_for 60 test -e $OUT/hold-ready &&
+    id=$(sbatch_wait alice -w n2 --tier-stage-in=$H/in/mid -o /dev/null -e $OUT/mid.err --wrap "echo ran") &&
+    touch $OUT/hold-go && wait_for 60 job_done $a &&
+    test "$(job_state $id)" = FAILED && cat $OUT/mid.err &&
+    grep -q "$H/in/mid: the stage-in needs 400.0 MiB, and the NVDIMM tier of this node has 224.0 MiB left for it (NvdimmCapacity 1.0 GiB, 800.0 MiB of it reserved" $OUT/mid.err &&
+    test "$(job_state $a)" = COMPLETED
+'
+test_expect_success 'a scratch reservation counts what staged inputs hold' '
+    gfsemu_reset "$GFS" && gfsemu_fault "$GFS" "home/alice/in/mid:read:hang:20" &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-stage-in=$H/in/mid -o /dev/null --wrap true) &&
+    wait_for 30 gfsemu_hung "$GFS" &&
+    wait_for 30 grep -q "\"total\":419430400" $CLUSTER/run/ns/n2/$id/stage.status &&
+    as_user alice srun -w n2 --tier-scratch=$H/scr:700M true 2>$OUT/res.err;
+    cat $OUT/res.err &&
+    grep -q "cannot reserve 700 MiB (400 of 1024 MiB are reserved, 400 MiB of them by staged inputs)" $OUT/res.err &&
+    scancel $id && wait_for 30 job_done $id &&
+    gfsemu_fault_clear "$GFS"
+'
 test_expect_success 'no node was drained' 'no_drain'
 test_done
