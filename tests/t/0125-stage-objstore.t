@@ -190,5 +190,16 @@ test_expect_success 'a target whose directory does not exist fails the job' '
     test "$(job_state $id)" = FAILED && cat $OUT/n.err &&
     grep -q "$H/nodir/ref: its directory does not exist" $OUT/n.err
 '
+# the cluster's NvdimmCapacity is 1 GiB: an object of 1.2 GiB (sparse on
+# nginx's side) is stopped once its size is known, and fails the job
+truncate -s 1200M "$TRASH/nginx/www/dav/huge.bin" && chmod 644 "$TRASH/nginx/www/dav/huge.bin"
+test_expect_success 'an object larger than the NVDIMM tier fails the job, naming the sizes' '
+    id=$(sbatch_wait alice -w n3 --tier-stage-in=$DAV/huge.bin=$H/in/huge.bin \
+        -o /dev/null -e $OUT/h.err --wrap true) &&
+    test "$(job_state $id)" = FAILED && cat $OUT/h.err &&
+    grep -q "$H/in/huge.bin: the stage-in needs 1.2 GiB, and the NVDIMM tier of this node has 1.0 GiB left for it" $OUT/h.err &&
+    test ! -e $H/in/huge.bin &&
+    test ! -e $(cat $CLUSTER/run/nvdimm.path)/n3/$id
+'
 test_expect_success 'no node was drained' 'no_drain'
 test_done
