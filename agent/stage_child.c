@@ -362,6 +362,32 @@ static int check_file (struct copier *cp, int k, uint64_t *total)
     return 0;
 }
 
+/* GFS item k, opened: where it is, every symlink resolved.  The tasks
+ * bind its copy at that path only (spank_plugin/stage.c stage_bind): a
+ * symlink the user puts in its place meanwhile cannot move the bind
+ * onto another file. */
+static int send_source (struct copier *cp, int k)
+{
+    struct stagemsg m = { .type = STAGEMSG_SOURCE, .k = k };
+    char proc[64], path[PATH_MAX];
+    const char *deleted = " (deleted)";
+    ssize_t n;
+    size_t d = strlen (deleted);
+
+    (void) snprintf (proc, sizeof (proc), "/proc/self/fd/%d", cp->srcfds[k]);
+    if ((n = readlink (proc, path, sizeof (path))) < 0
+        || (size_t) n >= sizeof (path))
+        return stage_say (cp->chan, "%s: cannot tell where it is: %s",
+                          cp->r->items[k],
+                          n < 0 ? strerror (errno) : "path too long");
+    path[n] = '\0';
+    if (path[0] != '/' || ((size_t) n > d && !strcmp (path + n - d, deleted)))
+        return stage_say (cp->chan, "%s: removed while it was staged",
+                          cp->r->items[k]);
+    m.path = path;
+    return stagemsg_send (cp->chan, &m);
+}
+
 /* Item k into its stage directory; what it moved into *files, *bytes
  * and (from the GFS) *gfs and *meta. */
 static int copy_one (struct copier *cp, int k, struct stage_progress *prog,
@@ -479,8 +505,9 @@ static int copier_main (void *arg, int chan)
     streams_worker_init (r->streamfd, r->limit);
     for (int k = 0; k < r->nitems; k++) {
         cp->srcfds[k] = -1;
-        if (r->urls[k][0] ? check_url (cp, k) < 0
-                          : check_file (cp, k, &total) < 0)
+        if (r->urls[k][0]
+                ? check_url (cp, k) < 0
+                : (check_file (cp, k, &total) < 0 || send_source (cp, k) < 0))
             return 1;
     }
     /* curl_global_init: this process is single-threaded (forked) */
@@ -608,6 +635,11 @@ static int prepare (struct stager *s)
          * afresh: what an earlier one copied is not trusted */
         (void) tier_rmtree_at (s->stfd, name, &error);
         (void) mkdirat (s->stfd, name, 0700);
+        {
+            char src[40];
+            (void) snprintf (src, sizeof (src), "%s.src", name);
+            (void) unlinkat (s->stfd, src, 0);
+        }
         if ((fd = openat (s->stfd, name,
                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
                 < 0
@@ -689,6 +721,27 @@ static void record_made (struct stager *s, const struct stagemsg *m)
     free (text);
 }
 
+/* Item k's source path, as its copier found it: stage/INDEX.src, where
+ * the tasks read it before they bind the copy (root's directory). */
+static void record_source (struct stager *s, const struct stagemsg *m)
+{
+    char name[32];
+    size_t n = strlen (m->path);
+    int fd;
+
+    if (m->k >= s->r->nitems)
+        return;
+    (void) snprintf (name, sizeof (name), "%d.src", s->r->base + m->k);
+    if ((fd = openat (s->stfd, name,
+                      O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                      0600))
+        < 0)
+        return; /* the tasks refuse to bind without it */
+    if (write (fd, m->path, n) != (ssize_t) n)
+        (void) ftruncate (fd, 0);
+    close (fd);
+}
+
 /* The mount point files an earlier stager of this part made (it was
  * killed: op_stage_restart started this one): still this part's to
  * remove at job end. */
@@ -727,6 +780,9 @@ static void on_copier (struct stager *s, const struct stagemsg *m)
         case STAGEMSG_MADE:
             record_made (s, m);
             break;
+        case STAGEMSG_SOURCE:
+            record_source (s, m);
+            return;
         case STAGEMSG_ERROR:
             (void) snprintf (s->err, sizeof (s->err), "%.*s", STATUS_ERROR_MAX,
                              m->error);
@@ -954,8 +1010,7 @@ int stager_main (void *arg, int chan)
         stager_status (&s, "failed", "fork failed");
         return 1;
     }
-    /* the copier's alone */
-    close (s.stfd);
+    /* the copier's alone (stfd stays: record_source writes there) */
     if (s.cachefd >= 0)
         close (s.cachefd);
     if (r->streamfd >= 0)
@@ -963,6 +1018,7 @@ int stager_main (void *arg, int chan)
     /* its own child, not reaped: this pidfd is of that very process */
     pidfd = (int) syscall (SYS_pidfd_open, pid, 0);
     listen_copier (&s, cchan, pid, pidfd);
+    close (s.stfd);
     close (cchan);
     if (pidfd >= 0)
         close (pidfd);

@@ -22,6 +22,7 @@ static const struct chmsg_type copier_types[] = {
     { STAGEMSG_TOTAL, "total" },   { STAGEMSG_PROGRESS, "progress" },
     { STAGEMSG_QUEUED, "queued" }, { STAGEMSG_MADE, "made" },
     { STAGEMSG_ERROR, "error" },   { STAGEMSG_DONE, "done" },
+    { STAGEMSG_SOURCE, "source" },
 };
 
 static const struct chmsg_type stager_types[] = {
@@ -62,6 +63,7 @@ const struct chmsg_proto *stagemsg_proto (int type)
         case STAGEMSG_MADE:
         case STAGEMSG_ERROR:
         case STAGEMSG_DONE:
+        case STAGEMSG_SOURCE:
             return &stagemsg_copier_proto;
         case STAGEMSG_LOG:
             return &stagemsg_stager_proto;
@@ -80,6 +82,12 @@ static json_int_t count (uint64_t v)
 static bool ref_ok (const char *ref)
 {
     return ref && strlen (ref) < STAGEMSG_REF_MAX && !strchr (ref, '/');
+}
+
+/* An absolute path that fits a PATH_MAX buffer. */
+static bool path_ok (const char *path)
+{
+    return path && path[0] == '/' && strlen (path) < PATH_MAX;
 }
 
 json_t *stagemsg_pack (const struct stagemsg *m)
@@ -115,6 +123,10 @@ json_t *stagemsg_pack (const struct stagemsg *m)
                 o = json_pack ("{s:I s:I s:I s:I}", "files", count (m->files),
                                "bytes", count (m->bytes), "gfs", count (m->gfs),
                                "meta", count (m->meta));
+            break;
+        case STAGEMSG_SOURCE:
+            if (m->k >= 0 && path_ok (m->path))
+                o = json_pack ("{s:i s:s}", "k", m->k, "path", m->path);
             break;
         case STAGEMSG_LOG:
             if (m->level >= 0 && m->level <= 7 && m->text)
@@ -167,6 +179,24 @@ static int unpack_made (json_t *body, struct stagemsg *m, tier_error_t *error)
     m->k = (int) k;
     m->dev = (uint64_t) dev;
     m->ino = (uint64_t) ino;
+    return 0;
+}
+
+static int unpack_source (json_t *body, struct stagemsg *m, tier_error_t *error)
+{
+    json_error_t jerr;
+    json_int_t k;
+
+    if (unpacked (json_unpack_ex (body, &jerr, 0, "{s:I s:s}", "k", &k, "path",
+                                  &m->path),
+                  STAGEMSG_SOURCE, &jerr, error)
+        < 0)
+        return -1;
+    if (k < 0 || k > INT_MAX)
+        return refuse (STAGEMSG_SOURCE, error, "names no item");
+    if (!path_ok (m->path))
+        return refuse (STAGEMSG_SOURCE, error, "has no absolute path");
+    m->k = (int) k;
     return 0;
 }
 
@@ -237,6 +267,8 @@ int stagemsg_unpack (int type, json_t *body, struct stagemsg *m,
                              type, &jerr, error);
         case STAGEMSG_DONE:
             return unpack_done (body, m, error);
+        case STAGEMSG_SOURCE:
+            return unpack_source (body, m, error);
         case STAGEMSG_LOG:
             if (unpacked (json_unpack_ex (body, &jerr, 0, "{s:I s:s}", "level",
                                           &level, "text", &m->text),

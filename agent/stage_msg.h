@@ -16,6 +16,9 @@
  *                              as its mount point (or one that another
  *                              job of the user made); ref: the job's
  *                              reference to it in stage-refs, "" for none
+ *   source {k, path}           item k (from the GFS) is the file or tree
+ *                              at path, symlinks resolved (the tasks bind
+ *                              its copy there, and only there)
  *   error {error}              why the copy fails (it exits)
  *   done {files, bytes, gfs, meta}   all copied: files, bytes, bytes read
  *                              from the GFS, GFS metadata operations
@@ -52,6 +55,7 @@ enum stagemsg_type {
     STAGEMSG_MADE,
     STAGEMSG_ERROR,
     STAGEMSG_DONE,
+    STAGEMSG_SOURCE,
     /* the stager's */
     STAGEMSG_LOG,
     /* the mount point remover's */
@@ -66,7 +70,8 @@ struct stagemsg {
     uint64_t total;                   /* total */
     uint64_t done;                    /* progress */
     bool on;                          /* queued */
-    int k;                            /* made: the item */
+    int k;                            /* made, source: the item */
+    const char *path;                 /* source */
     uint64_t dev, ino;                /* made: the file */
     const char *ref;                  /* made: "" for none */
     const char *error;                /* error */

@@ -311,6 +311,51 @@ int stage_wait (const struct tier_conf *conf, const char *conf_path,
     }
 }
 
+/* Is tfd, the bind target resolved now, the file or tree that stage-in
+ * copied?  Its copier wrote down where that was, symlinks resolved
+ * (NvdimmDir/JOBID/stage/INDEX.src, root's).  Had the user put a symlink
+ * in the input's place since (or in place of a directory above it), the
+ * target is another file, perhaps one the user may not write (a bind of
+ * the user's content over a set-user-ID program's file would give root):
+ * refused.  A file replaced at the same path is the same input. */
+static int same_source (const struct tier_conf *conf, uint32_t job_id,
+                        int index, const char *target, int tfd,
+                        tier_error_t *error)
+{
+    char name[PATH_MAX + 64], was[PATH_MAX], now[PATH_MAX];
+    ssize_t n = -1, m;
+    int fd;
+
+    (void) snprintf (name, sizeof (name), "%s/%u/stage/%d.src",
+                     conf->nvdimm_dir, job_id, index);
+    if ((fd = open (name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+        n = read (fd, was, sizeof (was) - 1);
+        close (fd);
+    }
+    if (n <= 0) {
+        errno = ENOENT;
+        return tier_errprintf (error,
+                               "stage-in: %s: no record of where its "
+                               "copy came from (%s): not bound",
+                               target, name);
+    }
+    was[n] = '\0';
+    (void) snprintf (name, sizeof (name), "/proc/self/fd/%d", tfd);
+    if ((m = readlink (name, now, sizeof (now) - 1)) < 0)
+        return tier_errprintf (error, "stage-in: %s: %s", target,
+                               strerror (errno));
+    now[m] = '\0';
+    if (strcmp (was, now)) {
+        errno = EXDEV;
+        return tier_errprintf (error,
+                               "stage-in: %s now leads to %s, and "
+                               "its copy was made from %s (a symlink or a "
+                               "rename since): not bound",
+                               target, now, was);
+    }
+    return 0;
+}
+
 /* In the job's namespace (the calling task joined it), as root: bind each
  * staged copy read-only over its GFS path, once per job and node.
  */
@@ -372,6 +417,13 @@ int stage_bind (spank_t sp, const struct tier_conf *conf, uint32_t job_id,
             errno = EINVAL;
             rc = tier_errprintf (error, "stage-in: %s changed type since it "
                                  "was staged", target);
+            break;
+        }
+        if (!is_url
+            && same_source (conf, job_id, index[k], target, tfd, error) < 0) {
+            close (sfd);
+            close (tfd);
+            rc = -1;
             break;
         }
         if (tier_bind_ro (sfd, tfd, error) < 0) {

@@ -257,5 +257,34 @@ test_expect_success 'a scratch reservation counts what staged inputs hold' '
     scancel $id && wait_for 30 job_done $id &&
     gfsemu_fault_clear "$GFS"
 '
+# L2: the user swaps the staged input for a symlink to a file that is
+# not theirs while the stage-in copies (a slow input comes first: its
+# copy is the window).  Binding the copy by the path again would put the
+# user's bytes over root's file in the job (with a set-user-ID program
+# that reads it, root); the bind goes only where the copy came from.
+truncate -s 160M $HB/in/slow $HB/in/slow2 && chown alice: $HB/in/slow $HB/in/slow2
+mkdir -p $GFS/apps && echo "the site's" >$GFS/apps/tool.conf && chmod 644 $GFS/apps/tool.conf
+as_user alice sh -c "echo alice > $H/in/mine"
+test_expect_success 'an input swapped for a symlink during its stage-in is not bound over the symlink'"'"'s target' '
+    gfsemu_reset "$GFS" &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-in=$H/in/slow,$H/in/mine \
+        -o $OUT/swap.out -e $OUT/swap.err --wrap "cat $GFS/apps/tool.conf") &&
+    wait_for 30 grep -q "\"total\":167772166" $CLUSTER/run/ns/n1/$id/stage.status &&
+    as_user alice sh -c "mv $H/in/mine $H/in/mine.was && ln -s ../../../apps/tool.conf $H/in/mine" &&
+    wait_for 60 job_done $id && cat $OUT/swap.err &&
+    test "$(job_state $id)" = FAILED &&
+    grep -q "stage-in: $H/in/mine now leads to $GFS/apps/tool.conf, and its copy was made from $H/in/mine (a symlink or a rename since): not bound" $OUT/swap.err &&
+    ! grep -q alice $OUT/swap.out &&
+    test "$(cat $GFS/apps/tool.conf)" = "the site'"'"'s"
+'
+test_expect_success 'an input replaced at its own path is bound there' '
+    rm -f $H/in/mine && as_user alice sh -c "echo alice > $H/in/mine" &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-stage-in=$H/in/slow2,$H/in/mine \
+        -o $OUT/swap.out -e $OUT/swap.err --wrap "cat $H/in/mine") &&
+    wait_for 30 grep -q "\"total\":167772166" $CLUSTER/run/ns/n1/$id/stage.status &&
+    as_user alice sh -c "echo other > $H/in/mine.new && mv $H/in/mine.new $H/in/mine" &&
+    wait_for 60 job_done $id && cat $OUT/swap.err &&
+    test "$(job_state $id)" = COMPLETED && test "$(cat $OUT/swap.out)" = alice
+'
 test_expect_success 'no node was drained' 'no_drain'
 test_done

@@ -58,6 +58,7 @@ static void test_round_trips (void **state)
           .bytes = 1ULL << 33,
           .gfs = 99,
           .meta = 12 },
+        { .type = STAGEMSG_SOURCE, .k = 2, .path = "/gfs/p/v3/db" },
         { .type = STAGEMSG_LOG, .level = 3, .text = "job 1: stage-in: x" },
         { .type = STAGEMSG_REMOVED, .removed = 4 },
     };
@@ -84,6 +85,8 @@ static void test_round_trips (void **state)
             assert_string_equal (out.error, ms[i].error);
         if (ms[i].text)
             assert_string_equal (out.text, ms[i].text);
+        if (ms[i].path)
+            assert_string_equal (out.path, ms[i].path);
         json_decref (body);
     }
 }
@@ -180,6 +183,9 @@ static void test_mistyped (void **state)
     mistyped ("{\"t\":\"made\",\"v\":1,\"k\":1,\"dev\":\"1\",\"ino\":2,"
               "\"ref\":\"r\"}");
     mistyped ("{\"t\":\"made\",\"v\":1,\"k\":1,\"dev\":1,\"ino\":2}");
+    mistyped ("{\"t\":\"source\",\"v\":1,\"k\":-1,\"path\":\"/a\"}");
+    mistyped ("{\"t\":\"source\",\"v\":1,\"k\":1,\"path\":\"a/b\"}");
+    mistyped ("{\"t\":\"source\",\"v\":1,\"k\":1}");
     mistyped ("{\"t\":\"error\",\"v\":1,\"error\":5}");
     mistyped ("{\"t\":\"done\",\"v\":1,\"files\":1,\"bytes\":1,\"gfs\":1}");
     mistyped ("{\"t\":\"done\",\"v\":1,\"files\":1,\"bytes\":-2,\"gfs\":1,"
@@ -216,6 +222,8 @@ static void test_pack_refusals (void **state)
         { .type = STAGEMSG_MADE, .k = -1, .ref = "" },
         { .type = STAGEMSG_MADE, .k = 1, .ref = longref },
         { .type = STAGEMSG_ERROR, .error = NULL },
+        { .type = STAGEMSG_SOURCE, .k = 1, .path = "relative" },
+        { .type = STAGEMSG_SOURCE, .k = 1, .path = NULL },
         { .type = STAGEMSG_LOG, .level = 8, .text = "x" },
         { .type = STAGEMSG_LOG, .level = 3, .text = NULL },
         { .type = STAGEMSG_TOTAL, .total = UINT64_MAX },
