@@ -18,6 +18,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -407,28 +408,99 @@ static int holder_ino (const char *holder, struct stat *st)
     return 0;
 }
 
-/* Is pid in the mount namespace the holder file hs is of? */
-static bool pid_in_ns (pid_t pid, const struct stat *hs)
+/* What a scan for the processes inside a job's namespace knows: the
+ * namespace (its holder), the device of its mark (a tmpfs only it
+ * mounted, so any namespace copied from it has it too: one a user made
+ * with unshare -Urm inside the job), and the namespaces already looked
+ * at. */
+#define SCAN_SEEN_MAX 64
+struct ns_scan {
+    struct stat hs;
+    unsigned mark_major, mark_minor;
+    bool have_mark;
+    struct stat self; /* the caller's own namespace: the node's */
+    struct {
+        dev_t dev;
+        ino_t ino;
+        bool in;
+    } seen[SCAN_SEEN_MAX];
+    int nseen;
+};
+
+/* Does /proc/PID/mountinfo list a mount of device major:minor? */
+static bool mountinfo_has (pid_t pid, unsigned major, unsigned minor)
+{
+    char path[64], *line = NULL;
+    size_t cap = 0, total = 0;
+    bool found = false;
+    ssize_t n;
+    FILE *f;
+
+    (void) snprintf (path, sizeof (path), "/proc/%d/mountinfo", (int) pid);
+    if (!(f = fopen (path, "re")))
+        return false;
+    /* ID PARENT MAJOR:MINOR ROOT ... (paths are octal-escaped: no
+     * spaces); at most 4 MiB of it */
+    while (!found && total < (4u << 20) && (n = getline (&line, &cap, f)) > 0) {
+        unsigned a, b;
+        total += (size_t) n;
+        found = sscanf (line, "%*d %*d %u:%u ", &a, &b) == 2 && a == major
+                && b == minor;
+    }
+    free (line);
+    (void) fclose (f);
+    return found;
+}
+
+static int scan_init (struct ns_scan *sc, const char *base, uint32_t job_id)
+{
+    char holder[PATH_MAX], buf[64];
+
+    memset (sc, 0, sizeof (*sc));
+    if (tier_ns_paths (base, job_id, NULL, holder, sizeof (holder)) < 0
+        || holder_ino (holder, &sc->hs) < 0)
+        return -1;
+    if (stat ("/proc/self/ns/mnt", &sc->self) < 0)
+        memset (&sc->self, 0, sizeof (sc->self));
+    sc->have_mark =
+        tier_ns_read (base, job_id, TIER_NS_MARK_DEV, buf, sizeof (buf)) == 0
+        && sscanf (buf, "%u:%u", &sc->mark_major, &sc->mark_minor) == 2;
+    return 0;
+}
+
+/* Is pid in the job's mount namespace, or in one made from it? */
+static bool pid_inside (pid_t pid, struct ns_scan *sc)
 {
     char path[64];
     struct stat st;
+    bool in;
 
     (void) snprintf (path, sizeof (path), "/proc/%d/ns/mnt", (int) pid);
-    return stat (path, &st) == 0 && st.st_ino == hs->st_ino
-           && st.st_dev == hs->st_dev;
+    if (stat (path, &st) < 0)
+        return false;
+    if (st.st_ino == sc->hs.st_ino && st.st_dev == sc->hs.st_dev)
+        return true;
+    if (!sc->have_mark
+        || (st.st_ino == sc->self.st_ino && st.st_dev == sc->self.st_dev))
+        return false;
+    for (int i = 0; i < sc->nseen; i++)
+        if (sc->seen[i].ino == st.st_ino && sc->seen[i].dev == st.st_dev)
+            return sc->seen[i].in;
+    in = mountinfo_has (pid, sc->mark_major, sc->mark_minor);
+    if (sc->nseen < SCAN_SEEN_MAX) {
+        sc->seen[sc->nseen].dev = st.st_dev;
+        sc->seen[sc->nseen].ino = st.st_ino;
+        sc->seen[sc->nseen++].in = in;
+    }
+    return in;
 }
 
-int tier_ns_pids (const char *base, uint32_t job_id, pid_t *pids, int max)
+static int scan_pids (struct ns_scan *sc, pid_t *pids, int max)
 {
-    char holder[PATH_MAX];
-    struct stat hs;
     struct dirent *de;
     DIR *d;
     int n = 0;
 
-    if (tier_ns_paths (base, job_id, NULL, holder, sizeof (holder)) < 0
-        || holder_ino (holder, &hs) < 0)
-        return -1;
     if (!(d = opendir ("/proc")))
         return -1;
     while ((de = readdir (d)) && n < max) {
@@ -437,20 +509,59 @@ int tier_ns_pids (const char *base, uint32_t job_id, pid_t *pids, int max)
 
         if (*end || pid <= 0 || pid > INT32_MAX)
             continue;
-        if (pid_in_ns ((pid_t) pid, &hs))
+        if (pid_inside ((pid_t) pid, sc))
             pids[n++] = (pid_t) pid;
     }
     closedir (d);
     return n;
 }
 
+int tier_ns_pids (const char *base, uint32_t job_id, pid_t *pids, int max)
+{
+    static struct ns_scan sc;
+
+    if (scan_init (&sc, base, job_id) < 0)
+        return -1;
+    sc.have_mark = false; /* no mountinfo read: the agent's timer asks */
+    return scan_pids (&sc, pids, max);
+}
+
 static int teardown_locked (const char *base, uint32_t job_id, int wait_ms,
                             tier_error_t *error);
+
+/* In the new namespace: a tmpfs on the job directory's mark directory
+ * (empty, read-only), seen in this namespace only (it is a slave of the
+ * node's), and in every namespace a process inside copies from it
+ * (unshare -m, with a user namespace or not): copied with the rest,
+ * locked to it where the copy is less privileged.  Its device tells
+ * those namespaces at teardown. */
+static int mark_mount (const char *mark)
+{
+    return mount ("tier-mark", mark, "tmpfs",
+                  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "size=4k,nr_inodes=2,mode=0500");
+}
+
+/* The mark's device, as the namespace's first process sees it. */
+static void mark_record (const char *base, uint32_t job_id, pid_t pid,
+                         const char *mark)
+{
+    char path[PATH_MAX + 64], text[32];
+    struct stat st, dir;
+
+    (void) snprintf (path, sizeof (path), "/proc/%d/root%s", (int) pid, mark);
+    if (stat (path, &st) < 0 || stat (mark, &dir) < 0
+        || st.st_dev == dir.st_dev)
+        return; /* not mounted: teardown sees this namespace only */
+    (void) snprintf (text, sizeof (text), "%u:%u\n", major (st.st_dev),
+                     minor (st.st_dev));
+    (void) tier_ns_write (base, job_id, TIER_NS_MARK_DEV, text);
+}
 
 int tier_ns_create (const char *base, uint32_t job_id, uid_t uid,
                     bool fresh, tier_error_t *error)
 {
-    char dir[PATH_MAX], holder[PATH_MAX], src[64];
+    char dir[PATH_MAX], holder[PATH_MAX], mark[PATH_MAX + 8], src[64];
     int lockfd, hfd, rc = -1;
     int ready[2] = { -1, -1 }, done[2] = { -1, -1 };
     pid_t pid;
@@ -477,6 +588,11 @@ int tier_ns_create (const char *base, uint32_t job_id, uid_t uid,
             goto out;
         }
     }
+    (void) snprintf (mark, sizeof (mark), "%s/%s", dir, TIER_NS_MARK);
+    if (mkdir (mark, 0700) < 0 && errno != EEXIST) {
+        tier_errprintf (error, "%s: %s", mark, strerror (errno));
+        goto out;
+    }
     if ((hfd = open (holder, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
                      0600)) < 0) {
         tier_errprintf (error, "%s: %s", holder, strerror (errno));
@@ -492,12 +608,15 @@ int tier_ns_create (const char *base, uint32_t job_id, uid_t uid,
         goto out;
     }
     if (pid == 0) {
-        /* single-threaded child: make the namespace, wait to be bound */
+        /* single-threaded child: make the namespace, mark it, wait to be
+         * bound */
         unsigned char st = 0;
         if (unshare (CLONE_NEWNS) < 0)
             st = (unsigned char) errno;
         else if (mount (NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
             st = (unsigned char) errno;
+        else
+            (void) mark_mount (mark);
         (void) write (ready[1], &st, 1);
         (void) read (done[0], &c, 1);
         _exit (0);
@@ -519,8 +638,10 @@ int tier_ns_create (const char *base, uint32_t job_id, uid_t uid,
             if (mount (src, holder, NULL, MS_BIND, NULL) < 0)
                 tier_errprintf (error, "bind %s on %s: %s", src, holder,
                                 strerror (errno));
-            else
+            else {
+                mark_record (base, job_id, pid, mark); /* pid waits */
                 rc = 0;
+            }
         }
     }
     e = errno;
@@ -528,12 +649,11 @@ int tier_ns_create (const char *base, uint32_t job_id, uid_t uid,
     while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
         ;
     errno = e;
-    if (rc == 0)
-        {
-            char u[32];
-            (void) snprintf (u, sizeof (u), "%u\n", (unsigned) uid);
-            (void) tier_ns_write (base, job_id, TIER_NS_UID, u);
-        }
+    if (rc == 0) {
+        char u[32];
+        (void) snprintf (u, sizeof (u), "%u\n", (unsigned) uid);
+        (void) tier_ns_write (base, job_id, TIER_NS_UID, u);
+    }
 out:
     e = errno;
     for (int i = 0; i < 2; i++) {
@@ -625,16 +745,16 @@ int tier_ns_run (const char *base, uint32_t job_id, tier_ns_fn fn, void *arg,
 /* SIGKILL pid if it is still in the namespace: asked with a pidfd held,
  * so that a pid that ended since it was listed and that the kernel gave
  * to a process outside is never hit. */
-static void kill_if_inside (pid_t pid, const struct stat *hs)
+static void kill_if_inside (pid_t pid, struct ns_scan *sc)
 {
     int pfd = (int) syscall (SYS_pidfd_open, pid, 0);
 
     if (pfd < 0) {
-        if (errno == ENOSYS && pid_in_ns (pid, hs)) /* before Linux 5.3 */
+        if (errno == ENOSYS && pid_inside (pid, sc)) /* before Linux 5.3 */
             (void) kill (pid, SIGKILL);
         return;
     }
-    if (pid_in_ns (pid, hs))
+    if (pid_inside (pid, sc))
         (void) syscall (SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
     close (pfd);
 }
@@ -643,18 +763,16 @@ static void kill_if_inside (pid_t pid, const struct stat *hs)
 static int kill_inside (const char *base, uint32_t job_id, int wait_ms)
 {
     static pid_t pids[TIER_NS_PIDS_MAX];
+    static struct ns_scan sc;
     int64_t deadline = tier_now_ms () + wait_ms;
-    char holder[PATH_MAX];
-    struct stat hs;
     int n;
 
-    if (tier_ns_paths (base, job_id, NULL, holder, sizeof (holder)) < 0
-        || holder_ino (holder, &hs) < 0)
+    if (scan_init (&sc, base, job_id) < 0)
         return 0;
-    while ((n = tier_ns_pids (base, job_id, pids, TIER_NS_PIDS_MAX)) > 0) {
+    while ((n = scan_pids (&sc, pids, TIER_NS_PIDS_MAX)) > 0) {
         for (int i = 0; i < n; i++)
             if (pids[i] != getpid ())
-                kill_if_inside (pids[i], &hs);
+                kill_if_inside (pids[i], &sc);
         if (tier_now_ms () >= deadline)
             break;
         {

@@ -42,6 +42,13 @@
 #define TIER_NS_LOCK        "lock"      /* tier_ns_lock: flock, one creator
                                          * or extender at a time */
 #define TIER_NS_UID         "uid"       /* tier_ns_create: the owner */
+#define TIER_NS_MARK \
+    "mark" /* tier_ns_create: a directory with
+                                         * a tmpfs of its own in the job's
+                                         * namespace only */
+#define TIER_NS_MARK_DEV \
+    "mark.dev"                          /* tier_ns_create: that tmpfs's
+                                         * device, MAJOR:MINOR */
 #define TIER_NS_RESTART     "restart"   /* plugin: the restart count of the
                                          * run that made the namespace */
 #define TIER_NS_READY       "ready"     /* plugin: the job's mounts are made */
@@ -130,8 +137,10 @@ int tier_ns_read (const char *base, uint32_t job_id, const char *name,
 /* Remove one (ENOENT is not an error). */
 int tier_ns_remove (const char *base, uint32_t job_id, const char *name);
 
-/* Processes inside the job's namespace (from /proc/PID/ns/mnt); returns
- * how many were found (up to max), -1 if the holder is gone.
+/* Processes inside the job's namespace (from /proc/PID/ns/mnt), not
+ * those in namespaces made from it (tier_ns_kill finds those too: it
+ * reads their mountinfo); returns how many were found (up to max), -1 if
+ * the holder is gone.
  */
 int tier_ns_pids (const char *base, uint32_t job_id, pid_t *pids, int max);
 

@@ -204,6 +204,23 @@ test_expect_success 'a process left running (setsid) is killed at job end, nothi
     ! grep -q " - overlay " /proc/self/mountinfo &&
     test ! -e $CLUSTER/run/ns/n3/$id && test ! -e $NV/n3/$id
 '
+# L3: a process of the job in a mount namespace of its own (with a user
+# namespace: no privilege needed) is not in the job's namespace, but holds
+# a copy of its mounts: found by the job's mark, killed at job end too
+cat >"$H/nest.sh" <<'EOF2'
+#!/bin/bash
+cd "$1"
+setsid unshare -Urm sh -c 'echo $$ >'"$2"'; echo nested >mounted; exec sleep 1001' </dev/null >/dev/null 2>&1 &
+while [ ! -s "$2" ]; do sleep 0.1; done
+EOF2
+chmod 755 "$H/nest.sh"; chown alice "$H/nest.sh"
+test_expect_success 'a process in a namespace it made inside the job (unshare -Urm) is killed at job end' '
+    rm -f $OUT/nested.pid &&
+    id=$(sbatch_wait alice -w n3 --tier-scratch=$H/runs -o /dev/null --wrap "$H/nest.sh $H/runs $OUT/nested.pid") &&
+    p=$(cat $OUT/nested.pid) && test -n "$p" && echo "nested: $p" &&
+    wait_for 10 sh -c "! kill -0 $p 2>/dev/null" &&
+    test ! -e $CLUSTER/run/ns/n3/$id && test ! -e $NV/n3/$id
+'
 test_expect_success 'the agent reclaims a namespace an epilog could not tear down' '
     id=$(sbatch_wait alice -w n3 --tier-cache=auto -o /dev/null --wrap true) &&
     $JOBNS create $CLUSTER/run/ns/n3 $id $(id -u alice) &&
