@@ -341,21 +341,29 @@ static void on_conflict (struct agent *a, struct mig *g, const struct migmsg *m,
 }
 
 /* claimed: the key is this job's from now on, even if this upload fails
- * (parts and counts of a multipart one are kept). */
+ * (parts and counts of a multipart one are kept).  A retry of a failed
+ * upload stays "failed", with its reason, until it succeeds: the
+ * migrator counts it failed until then, and a view must show why. */
 static void on_claimed (struct agent *a, struct mig *g, const struct migmsg *m)
 {
     json_t *o = record_get (a, g, m->k, m->rel);
+    const char *st;
 
     if (!o || !json_is_object (o)) {
         json_decref (o);
         o = json_object ();
     }
-    json_object_set_new (o, "state", json_string ("uploading"));
+    st = json_string_value (json_object_get (o, "state"));
+    if (st && !strcmp (st, "failed"))
+        json_object_set_new (o, "retrying", json_true ());
+    else {
+        json_object_set_new (o, "state", json_string ("uploading"));
+        json_object_del (o, "error");
+        json_object_del (o, "errno");
+    }
     json_object_set_new (o, "k", json_integer (m->k));
     json_object_set_new (o, "claimed", json_true ());
     json_object_set_new (o, "time", json_integer (time (NULL)));
-    json_object_del (o, "error");
-    json_object_del (o, "errno");
     json_object_del (o, "sha256"); /* of an older version */
     record (a, g, m->k, m->rel, o);
 }
