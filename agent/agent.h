@@ -198,10 +198,16 @@ int replica_flush (struct agent *a);
 /* mirror.c: eager mode, fully prefetched batch directories bound into
  * the job's namespace */
 void mirror_conn_gone (struct agent *a, struct conn *c);
+/* rpc.c: c closed; registrations it waits for answer nobody */
+void rpc_conn_gone (struct agent *a, struct conn *c);
 json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
                            tier_error_t *error);
+/* The job's mirrors to bind ("DIR=TREE:...", malloc'd, done's; NULL if
+ * none), checked off the loop: done is called exactly once, possibly
+ * before this returns.  job is needed only during the call. */
+typedef void (*mirror_binds_f) (struct agent *a, char *binds, void *arg);
 void mirror_job_binds (struct agent *a, const struct store_job *job,
-                       char *out, size_t size);
+                       mirror_binds_f done, void *arg);
 void mirror_drop (struct agent *a, uid_t uid, const char *key,
                   const char *path);
 

@@ -634,6 +634,81 @@ int child_call (struct agent *a, const struct child_spec *spec,
     return rc;
 }
 
+/* child_ask's: who hears the answer, once. */
+struct ask {
+    child_answer_f done;
+    void *arg;
+    bool answered;
+    int timeout_ms;
+};
+
+static void ask_msg (struct agent *a, struct child *c, int type, json_t *body,
+                     int *fds, int nfds, void *owner)
+{
+    struct ask *k = owner;
+    int fd = -1;
+
+    (void) c;
+    if (k->answered) {
+        json_decref (body);
+        return;
+    }
+    if (nfds > 0) {
+        fd = fds[0];
+        fds[0] = -1;
+    }
+    k->answered = true;
+    k->done (a, 0, type, body, fd, NULL, k->arg);
+}
+
+static void ask_done (struct agent *a, struct child *c, int status, void *owner)
+{
+    struct ask *k = owner;
+    tier_error_t e;
+    int why = child_why (c);
+
+    if (!k->answered) {
+        if (why == ETIMEDOUT)
+            tier_errprintf (&e, "%s did not answer within %d s", c->spec.name,
+                            k->timeout_ms / 1000);
+        else if (why == ECANCELED)
+            tier_errprintf (&e, "%s was stopped (and killed)", c->spec.name);
+        else {
+            why = ENODATA;
+            tier_errprintf (&e, "%s exited without an answer (status %d)",
+                            c->spec.name, status);
+        }
+        k->done (a, why, 0, NULL, -1, &e, k->arg);
+    }
+    free (k);
+}
+
+void child_ask (struct agent *a, const struct child_spec *spec, int timeout_ms,
+                child_answer_f done, void *arg)
+{
+    struct child_spec s = *spec;
+    struct ask *k = calloc (1, sizeof (*k));
+    tier_error_t e;
+
+    if (!k) {
+        tier_errprintf (&e, "%s: out of memory", spec->name);
+        done (a, ENOMEM, 0, NULL, -1, &e, arg);
+        return;
+    }
+    k->done = done;
+    k->arg = arg;
+    k->timeout_ms = timeout_ms;
+    s.on_msg = ask_msg;
+    s.on_done = ask_done;
+    s.owner = k;
+    s.deadline_ms = timeout_ms;
+    if (!child_start (a, &s, &e)) {
+        int why = errno ? errno : EIO;
+        free (k);
+        done (a, why, 0, NULL, -1, &e, arg);
+    }
+}
+
 pid_t child_pid (const struct child *c)
 {
     return c->pid;

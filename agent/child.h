@@ -129,6 +129,21 @@ int child_call (struct agent *a, const struct child_spec *spec,
                 int timeout_ms, int *type, json_t **body, int *fds,
                 int *nfds, int maxfds, int *status, tier_error_t *error);
 
+/* In the agent: the answer of a child_ask'd child.  rc 0: its first
+ * message (type, body and fd, -1 if none, are the callee's); else none
+ * came: rc is ETIMEDOUT, ECANCELED (stopped), ENODATA (it exited) or
+ * the reason it could not start, and error says why. */
+typedef void (*child_answer_f) (struct agent *a, int rc, int type, json_t *body,
+                                int fd, const tier_error_t *error, void *arg);
+
+/* In the agent: child_call without the wait -- start the child (killed
+ * after timeout_ms) and hand its first message to done, from the loop.
+ * done is called exactly once: if the child cannot start, before this
+ * returns.  spec's on_msg, on_done, owner and deadline_ms are child.c's.
+ */
+void child_ask (struct agent *a, const struct child_spec *spec, int timeout_ms,
+                child_answer_f done, void *arg);
+
 /* In the agent: queue a message for the child (body consumed).  -1 with
  * errno EPIPE once its channel closed, ENOBUFS when more than
  * CHMSG_MAX * 4 bytes wait for it (a child that does not read).

@@ -27,14 +27,15 @@
  * mirror is not revalidated: every binary, static ones and executables
  * included, reads the replicas.  Evicting any of its replicas drops the
  * mirror.  The source is walked as the user, never as root: by a child
- * (child.c's child_call, "tierd-walk") with the job's credentials
+ * ("tierd-walk", of a root child of the agent) with the job's credentials
  * (lib/cred.h's TIER_CRED_DATA: the job's group list; outside a job, the
  * user's groups from NSS), which answers with one message of
  * replica_msg.h (the manifest in a sealed memfd).  For a replica.mirror
  * request the whole of it -- the walker, the sort, the tree of hard links
  * on the BB -- runs in a root child ("tierd-mirror", one a user at a
  * time) that reports once (repmsg_mirror_proto): the agent's loop only
- * starts it and answers.
+ * starts it and answers.  At a job's start, the checker ("tierd-binds")
+ * does the same for the walks and comparisons (repmsg_binds_proto).
  *
  * Owns BBDir/mirrors/.  Calls child.c, replica_msg.c, replica.c (keys,
  * the caller's policy), policy.c, jobs.c (jobs_cred) and lib/trust.h for
@@ -74,7 +75,7 @@
 #define DEPTH_MAX 64
 /* A walk of a source takes this long at most: tierctl prefetch --bind's
  * (in the builder, off the loop), and again at each job start, for all
- * the job's mirrors together (on the loop: mirror_job_binds).  A
+ * the job's mirrors together (in the checker: mirror_job_binds).  A
  * directory that cannot be walked in time is not mirrored or not bound,
  * and its jobs use the interposer.
  */
@@ -332,54 +333,6 @@ static char *walk_manifest (int type, json_t *body, int fd, tier_error_t *error)
         tier_errprintf (error, "out of memory");
     free (text);
     return out;
-}
-
-/* The manifest of dir as cred sees it (malloc'd, sorted lines), or NULL
- * with the reason in error.  A child (child_call) takes the user's
- * credentials for good and walks; the agent only sorts its lines, and
- * kills the child at deadline (tier_now_ms () time).
- */
-static char *manifest_of (struct agent *a, const struct tier_cred *cred,
-                          const char *dir, int64_t deadline,
-                          tier_error_t *error)
-{
-    struct child_spec spec = {
-        .name = "tierd-walk",
-        .cred = cred,
-        .mode = TIER_CRED_DATA,
-        .proto = &repmsg_walk_proto,
-        .main = walker_main,
-        .arg = (void *) dir,
-    };
-    int64_t left = deadline - tier_now_ms ();
-    int type, status = 0, fds[1] = { -1 }, nfds = 0;
-    json_t *body = NULL;
-
-    if (left <= 0) {
-        errno = ETIMEDOUT;
-        tier_errprintf (error,
-                        "no time left to walk %s: the walks before "
-                        "it took the %d s they are given",
-                        dir, WALK_MS / 1000);
-        return NULL;
-    }
-    (void) snprintf (spec.title, sizeof (spec.title), "tierd-walk uid %u %s",
-                     (unsigned) cred->uid, dir);
-    if (child_call (a, &spec, (int) left, &type, &body, fds, &nfds, 1, &status,
-                    error)
-        < 0) {
-        if (errno == ETIMEDOUT)
-            tier_errprintf (error,
-                            "the walk of %s as uid %u did not finish "
-                            "within %d s",
-                            dir, (unsigned) cred->uid, WALK_MS / 1000);
-        else if (errno == ENODATA) {
-            errno = EIO;
-            tier_errprintf (error, "the walk failed");
-        }
-        return NULL;
-    }
-    return walk_manifest (type, body, nfds > 0 ? fds[0] : -1, error);
 }
 
 /* -------------------------------------------------------- the mirrors */
@@ -694,35 +647,45 @@ struct mirror_run {
 };
 static struct mirror_run *runs;
 
-/* The walker, from the builder: its manifest (malloc'd, sorted lines),
+/* The walker, from a root child (the builder, the checker): dir's
+ * manifest as cred sees it (malloc'd, sorted lines), within timeout_ms,
  * or NULL with the reason in error. */
-static char *builder_walk (struct mirror_run *m, tier_error_t *error)
+static char *walk_as (const struct tier_cred *cred, const char *dir,
+                      int timeout_ms, tier_error_t *error)
 {
     struct child_spec spec = {
         .name = "tierd-walk",
-        .cred = &m->cred,
+        .cred = cred,
         .mode = TIER_CRED_DATA,
         .proto = &repmsg_walk_proto,
         .main = walker_main,
-        .arg = m->dir,
+        .arg = (void *) dir,
     };
     int type, chan, status, fds[1] = { -1 }, nfds = 0;
     json_t *body = NULL;
     char *out = NULL;
     pid_t pid;
 
+    if (timeout_ms <= 0) {
+        errno = ETIMEDOUT;
+        tier_errprintf (error,
+                        "no time left to walk %s: the walks before "
+                        "it took the %d s they are given",
+                        dir, WALK_MS / 1000);
+        return NULL;
+    }
     (void) snprintf (spec.title, sizeof (spec.title), "tierd-walk uid %u %.96s",
-                     (unsigned) m->uid, m->dir);
+                     (unsigned) cred->uid, dir);
     if ((pid = child_spawn (&spec, &chan, error)) < 0)
         return NULL;
     if (chmsg_recv (chan, &repmsg_walk_proto, &type, &body, fds, &nfds, 1,
-                    WALK_MS, error)
+                    timeout_ms, error)
         < 0) {
         if (errno == ETIMEDOUT)
             tier_errprintf (error,
                             "the walk of %s as uid %u did not finish "
                             "within %d s",
-                            m->dir, (unsigned) m->uid, WALK_MS / 1000);
+                            dir, (unsigned) cred->uid, WALK_MS / 1000);
         else
             tier_errprintf (error, "the walk failed");
     }
@@ -730,7 +693,7 @@ static char *builder_walk (struct mirror_run *m, tier_error_t *error)
         out = walk_manifest (type, body, nfds > 0 ? fds[0] : -1, error);
     close (chan);
     /* done, or given up on: one stuck in a GFS request is left to the
-     * agent (the subreaper) once this builder exits */
+     * agent (the subreaper) once this child exits */
     (void) kill (pid, SIGKILL);
     for (int i = 0; i < 100 && waitpid (pid, &status, WNOHANG) == 0; i++)
         (void) usleep (10000);
@@ -749,7 +712,7 @@ static int builder_main (void *arg, int chan)
     int ufd = -1, sfd = -1, wfd = -1;
     char *m;
 
-    if (!(m = builder_walk (run, &error)))
+    if (!(m = walk_as (&run->cred, run->dir, WALK_MS, &error)))
         goto out;
     if ((ufd = user_mirrors (a, run->uid, true)) < 0) {
         tier_errprintf (&error, "%s/mirrors: %s", a->conf->bb_dir,
@@ -920,72 +883,176 @@ json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
 
 /* The mirrors to bind for a starting job: those of its user whose
  * directory is batch in the job's frozen set and whose source is still
- * exactly what was mirrored (walked again as the user).  "DIR=TREE:..."
- * (directories with ':' or '=' are left out), or "" if none.
+ * exactly what was mirrored (walked again as the user).  The loop finds
+ * the candidates (the root-owned dir files on the BB, the frozen set);
+ * a root child, the checker ("tierd-binds"), reads their manifests, has
+ * the walker walk each source as the user, all within WALK_MS, drops the
+ * mirrors whose source changed, and answers "DIR=TREE:..." (directories
+ * with ':' or '=' are left out).
  */
-void mirror_job_binds (struct agent *a, const struct store_job *job,
-                       char *out, size_t size)
-{
-    int64_t deadline = tier_now_ms () + WALK_MS;
-    struct dirent *de;
-    size_t o = 0;
+#define BINDS_MAX 32
+struct binds_check {
+    struct agent *a;
+    uid_t uid;
+    uint32_t job_id;
     struct tier_cred cred;
-    tier_error_t e;
+    mirror_binds_f done;
+    void *arg;
+    int n;
+    struct {
+        char name[NAME_MAX + 1];
+        char dir[PATH_MAX];
+    } m[BINDS_MAX];
+};
+
+static int checker_main (void *arg, int chan)
+{
+    struct binds_check *b = arg;
+    struct agent *a = b->a;
+    int64_t deadline = tier_now_ms () + WALK_MS;
+    static char out[REPMSG_BINDS_MAX];
+    struct repmsg msg = { .type = REPMSG_BINDS, .binds = out };
+    size_t o = 0;
     int ufd;
-    DIR *d;
 
     out[0] = '\0';
-    if (!a->conf->bb_dir[0] || (ufd = user_mirrors (a, job->uid, false)) < 0)
-        return;
-    if (jobs_cred (job, &cred) < 0 || !(d = opendir_at (ufd))) {
-        close (ufd);
-        return;
-    }
-    while ((de = readdir (d))) {
-        struct tier_policy pol;
-        char *dir = NULL, *m = NULL, *now = NULL, item[PATH_MAX * 2];
+    if ((ufd = user_mirrors (a, b->uid, false)) < 0)
+        return repmsg_send (chan, &msg, -1) < 0;
+    for (int i = 0; i < b->n; i++) {
+        const char *dir = b->m[i].dir;
+        char *m = NULL, *now = NULL, item[PATH_MAX * 2];
+        tier_error_t e;
         int mfd, n;
 
-        if (de->d_name[0] == '.')
+        if ((mfd = openat (ufd, b->m[i].name,
+                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+            >= 0) {
+            m = read_at (mfd, "manifest", MANIFEST_MAX);
+            close (mfd);
+        }
+        if (!m)
             continue;
-        if ((mfd = openat (ufd, de->d_name, O_RDONLY | O_DIRECTORY
-                           | O_NOFOLLOW | O_CLOEXEC)) < 0)
-            continue;
-        dir = read_at (mfd, "dir", PATH_MAX);
-        m = read_at (mfd, "manifest", MANIFEST_MAX);
-        close (mfd);
-        if (!dir || !m || strchr (dir, ':') || strchr (dir, '=')
-            || policy_job_resolve (a, job, dir, &pol) < 0
-            || pol.role != TIER_POLICY_BATCH)
-            goto next;
-        if (!(now = manifest_of (a, &cred, dir, deadline, &e))
+        if (!(now = walk_as (&b->cred, dir, (int) (deadline - tier_now_ms ()),
+                             &e))
             || strcmp (now, m)) {
-            if (now)
-                tier_log (LOG_INFO, "job %u: the source of mirror %s "
-                          "changed: not bound", job->job_id, dir);
+            if (now) {
+                tier_log (LOG_INFO,
+                          "job %u: the source of mirror %s "
+                          "changed: not bound",
+                          b->job_id, dir);
+                drop (ufd, b->m[i].name, "its source changed");
+            }
             else
                 tier_log (LOG_INFO, "job %u: mirror %s not bound: %s",
-                          job->job_id, dir, e.text);
-            if (now)
-                drop (ufd, de->d_name, "its source changed");
+                          b->job_id, dir, e.text);
             goto next;
         }
         n = snprintf (item, sizeof (item), "%s=%.2048s/mirrors/u%u/%s/tree",
-                      dir, a->conf->bb_dir, (unsigned) job->uid, de->d_name);
-        if (n > 0 && o + (size_t) n + 2 < size) {
+                      dir, a->conf->bb_dir, (unsigned) b->uid, b->m[i].name);
+        if (n > 0 && o + (size_t) n + 2 < sizeof (out)) {
             if (o)
                 out[o++] = ':';
             memcpy (out + o, item, (size_t) n);
             o += (size_t) n;
             out[o] = '\0';
         }
-next:
-        free (dir);
+    next:
         free (m);
         free (now);
     }
+    close (ufd);
+    return repmsg_send (chan, &msg, -1) < 0;
+}
+
+static void on_checked (struct agent *a, int rc, int type, json_t *body, int fd,
+                        const tier_error_t *error, void *arg)
+{
+    struct binds_check *b = arg;
+    char *binds = NULL;
+    struct repmsg m;
+    tier_error_t e;
+
+    if (fd >= 0)
+        close (fd);
+    if (rc)
+        tier_log (LOG_WARNING, "job %u: its mirrors are not bound: %s",
+                  b->job_id, error->text);
+    else if (repmsg_unpack (type, body, &m, &e) < 0)
+        tier_log (LOG_WARNING, "job %u: its mirrors are not bound: %s",
+                  b->job_id, e.text);
+    else if (m.binds[0])
+        binds = strdup (m.binds);
+    json_decref (body);
+    b->done (a, binds, b->arg);
+    free (b);
+}
+
+void mirror_job_binds (struct agent *a, const struct store_job *job,
+                       mirror_binds_f done, void *arg)
+{
+    struct child_spec spec = {
+        .name = "tierd-binds",
+        .proto = &repmsg_binds_proto,
+        .main = checker_main,
+    };
+    struct binds_check *b = NULL;
+    struct dirent *de;
+    int ufd = -1;
+    DIR *d = NULL;
+
+    if (!a->conf->bb_dir[0] || (ufd = user_mirrors (a, job->uid, false)) < 0
+        || !(b = calloc (1, sizeof (*b))) || jobs_cred (job, &b->cred) < 0
+        || !(d = opendir_at (ufd)))
+        goto none;
+    b->a = a;
+    b->uid = job->uid;
+    b->job_id = job->job_id;
+    b->done = done;
+    b->arg = arg;
+    while ((de = readdir (d)) && b->n < BINDS_MAX) {
+        struct tier_policy pol;
+        char *dir;
+        int mfd;
+
+        if (de->d_name[0] == '.' || strlen (de->d_name) > NAME_MAX)
+            continue;
+        if ((mfd = openat (ufd, de->d_name,
+                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+            < 0)
+            continue;
+        dir = read_at (mfd, "dir", PATH_MAX - 1);
+        close (mfd);
+        if (dir && !strchr (dir, ':') && !strchr (dir, '=')
+            && policy_job_resolve (a, job, dir, &pol) == 0
+            && pol.role == TIER_POLICY_BATCH) {
+            (void) snprintf (b->m[b->n].name, sizeof (b->m[b->n].name), "%s",
+                             de->d_name);
+            (void) snprintf (b->m[b->n].dir, sizeof (b->m[b->n].dir), "%s",
+                             dir);
+            b->n++;
+        }
+        free (dir);
+    }
     closedir (d);
     close (ufd);
+    if (!b->n) {
+        free (b);
+        done (a, NULL, arg);
+        return;
+    }
+    spec.arg = b;
+    (void) snprintf (spec.title, sizeof (spec.title),
+                     "tierd-binds job %u uid %u", (unsigned) job->job_id,
+                     (unsigned) job->uid);
+    child_ask (a, &spec, WALK_MS + 2000, on_checked, b);
+    return;
+none:
+    if (d)
+        closedir (d);
+    if (ufd >= 0)
+        close (ufd);
+    free (b);
+    done (a, NULL, arg);
 }
 
 /* Drop the mirrors of uid that use the replica key, or (key NULL) whose

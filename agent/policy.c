@@ -328,23 +328,52 @@ static void add_layers (struct agent *a, const struct store_job *job,
     json_decref (opts);
 }
 
-/* Publish *text as the job's frozen set; if another node came first,
- * theirs (adopted) replaces it, *by says so. */
-static void publish (struct agent *a, const struct store_job *job, char **text,
-                     int *count, int *nrefused, const char **by)
+/* A freeze under way: the freezer's read, the composition, the
+ * freezer's publication (policy_job_freeze). */
+struct freeze {
+    struct agent *a;
+    struct store_job job;
+    policy_freeze_f done;
+    void *arg;
+    char *text; /* being published */
+    int count, nrefused;
+};
+
+static void freeze_end (struct freeze *f, const char *text, const char *by,
+                        bool shared)
 {
-    char path[PATH_MAX], *cur = NULL, *mine;
-    int k = policy_freezer_write (a, job, *text, &cur), c2 = 0, r2 = 0;
+    json_t *res = NULL;
+
+    if (text) {
+        keep_local (f->a, &f->job, text);
+        tier_log (LOG_INFO, "job %u: %d policies frozen (by %s), %d refused",
+                  f->job.job_id, f->count, by, f->nrefused);
+        res = json_pack ("{s:i s:i s:b}", "count", f->count, "refused",
+                         f->nrefused, "shared", shared);
+    }
+    f->done (f->a, res, f->arg);
+    free (f->text);
+    free (f);
+}
+
+/* The freezer published f->text, or found the set another node of the
+ * job published first (cur): that one (adopted) is in force. */
+static void on_published (struct agent *a, int k, char *cur, void *arg)
+{
+    struct freeze *f = arg;
+    const struct store_job *job = &f->job;
+    const char *by = a->node;
+    char path[PATH_MAX], *mine;
+    int c2 = 0, r2 = 0;
     tier_error_t e;
 
-    if (k == POLMSG_FROZEN && cur && strcmp (cur, *text)) {
+    if (k == POLMSG_FROZEN && cur && strcmp (cur, f->text)) {
         if ((mine = adopt_frozen (a, job, cur, &c2, &r2, &e))) {
-            /* another node came first: theirs is in force */
-            free (*text);
-            *text = mine;
-            *count = c2;
-            *nrefused = r2;
-            *by = "another node";
+            free (f->text);
+            f->text = mine;
+            f->count = c2;
+            f->nrefused = r2;
+            by = "another node";
         }
         else
             tier_log (LOG_WARNING,
@@ -360,30 +389,40 @@ static void publish (struct agent *a, const struct store_job *job, char **text,
                   "its other nodes: %s",
                   job->job_id, cur && cur[0] ? cur : "the helper failed");
     free (cur);
+    freeze_end (f, f->text, by, true);
 }
 
-json_t *policy_job_freeze (struct agent *a, const struct store_job *job)
+/* What the freezer found (kind, found; NULL without a shared state
+ * directory): adopt another node's frozen set, or compose one and
+ * publish it. */
+static void on_found (struct agent *a, int kind, char *found, void *arg)
 {
+    struct freeze *f = arg;
+    const struct store_job *job = &f->job;
     struct tier_policy_set *all = tier_policy_set_create ();
-    json_t *errors = json_array (), *res = NULL;
-    const char *by = a->node;
-    char *found = NULL, *text = NULL, path[PATH_MAX];
+    json_t *errors = json_array ();
     bool shared = a->conf->shared_state_dir[0] != '\0';
-    int count = 0, nrefused = 0, kind = POLMSG_NONE;
+    char path[PATH_MAX], *text = NULL;
     tier_error_t e;
 
     if (!all || !errors)
         goto out;
-    if (shared)
-        kind = policy_freezer_read (a, job, &found);
     if (kind == POLMSG_FROZEN) {
-        if ((text = adopt_frozen (a, job, found, &count, &nrefused, &e))) {
+        if ((text = adopt_frozen (a, job, found, &f->count, &f->nrefused,
+                                  &e))) {
             /* frozen by another node of the job: apply the same */
             keep_local (a, job, text);
-            tier_log (LOG_INFO, "job %u: %d policies, frozen by another "
-                      "node, %d refused", job->job_id, count, nrefused);
-            res = json_pack ("{s:i s:i s:b}", "count", count, "refused",
-                             nrefused, "shared", 1);
+            tier_log (LOG_INFO,
+                      "job %u: %d policies, frozen by another "
+                      "node, %d refused",
+                      job->job_id, f->count, f->nrefused);
+            f->done (a,
+                     json_pack ("{s:i s:i s:b}", "count", f->count, "refused",
+                                f->nrefused, "shared", 1),
+                     f->arg);
+            free (text);
+            free (f);
+            f = NULL;
             goto out;
         }
         note (errors,
@@ -394,21 +433,39 @@ json_t *policy_job_freeze (struct agent *a, const struct store_job *job)
         kind = POLMSG_NONE;
     }
     add_layers (a, job, all, kind, found, errors);
-    if (!(text = compose (a, job, all, NULL, errors, &count, &nrefused)))
-        goto out;
-    if (shared)
-        publish (a, job, &text, &count, &nrefused, &by);
-    keep_local (a, job, text);
-    tier_log (LOG_INFO, "job %u: %d policies frozen (by %s), %d refused",
-              job->job_id, count, by, nrefused);
-    res = json_pack ("{s:i s:i s:b}", "count", count, "refused", nrefused,
-                     "shared", shared);
+    text = compose (a, job, all, NULL, errors, &f->count, &f->nrefused);
 out:
     free (found);
-    free (text);
     json_decref (errors);
     tier_policy_set_destroy (all);
-    return res;
+    if (!f)
+        return;
+    if (text && shared) {
+        f->text = text;
+        policy_freezer_write_start (a, &f->job, text, on_published, f);
+        return;
+    }
+    freeze_end (f, text, a->node, false);
+    free (text);
+}
+
+void policy_job_freeze (struct agent *a, const struct store_job *job,
+                        policy_freeze_f done, void *arg)
+{
+    struct freeze *f = calloc (1, sizeof (*f));
+
+    if (!f) {
+        done (a, NULL, arg);
+        return;
+    }
+    f->a = a;
+    f->job = *job;
+    f->done = done;
+    f->arg = arg;
+    if (a->conf->shared_state_dir[0])
+        policy_freezer_read_start (a, &f->job, on_found, f);
+    else
+        on_found (a, POLMSG_NONE, NULL, f);
 }
 
 json_t *policy_reply (json_t *pol, json_t *res)

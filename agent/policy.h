@@ -16,10 +16,14 @@
  * SharedStateDir/users/USER/jobs/JOB.RESTART/policy.json wins and every
  * other node reads that one; each node keeps a copy with its registry
  * (StateDir/policies/).  Never fails the registration: problems are
- * logged and recorded in the set.  Returns a summary for the
- * job.register reply (NULL if out of memory).
+ * logged and recorded in the set.  The work in the user's directory runs
+ * in children (policy_freezer.h), off the loop: done hears a summary for
+ * the job.register reply (its own; NULL if out of memory), exactly once
+ * -- possibly before this returns.  job is needed only during the call.
  */
-json_t *policy_job_freeze (struct agent *a, const struct store_job *job);
+typedef void (*policy_freeze_f) (struct agent *a, json_t *summary, void *arg);
+void policy_job_freeze (struct agent *a, const struct store_job *job,
+                        policy_freeze_f done, void *arg);
 
 /* Add the summary pol (consumed) to the job.register reply res as
  * "policy"; returns res.

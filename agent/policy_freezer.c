@@ -241,54 +241,115 @@ static int answer (int type, json_t *body, int fd, char **out)
     }
 }
 
-static int as_user (struct agent *a, const struct freezer *f, char **out)
+/* The freezer's spec (cred is filled in). */
+static void freezer_spec (const struct freezer *f, struct tier_cred *cred,
+                          struct child_spec *spec)
 {
     const struct store_job *job = f->job;
-    struct tier_cred cred;
-    struct child_spec spec = {
-        .name = "tierd-freeze",
-        .cred = &cred,
-        .mode = TIER_CRED_OWN,
-        .proto = &polmsg_proto,
-        .main = freezer_main,
-        .arg = (void *) f,
-    };
-    int type, kind, status = 0, fds[1] = { -1 }, nfds = 0;
+
+    memset (spec, 0, sizeof (*spec));
+    spec->name = "tierd-freeze";
+    spec->cred = cred;
+    spec->mode = TIER_CRED_OWN;
+    spec->proto = &polmsg_proto;
+    spec->main = freezer_main;
+    spec->arg = (void *) f;
+    tier_cred_init (cred, job->uid, job->gid);
+    (void) snprintf (spec->title, sizeof (spec->title),
+                     "tierd-freeze job %u %s", job->job_id, job->user);
+}
+
+/* Why the freezer gave no answer (errno as child_call or child_ask
+ * leave it), in *out. */
+static int no_answer (const char *root, uint32_t job_id, const char *user,
+                      int status, const tier_error_t *e, char **out)
+{
     char shown[PATH_MAX];
+
+    if (errno == ETIMEDOUT) {
+        if (tier_state_user_path (root, user, NULL, shown, sizeof (shown)) < 0)
+            (void) snprintf (shown, sizeof (shown), "%s", root);
+        tier_log (LOG_ERR, "job %u: %s did not answer within %d s", job_id,
+                  shown, FREEZER_TIMEOUT_MS / 1000);
+        *out = strdup ("the shared state directory did not answer in time");
+    }
+    else if (errno == ENODATA && WIFEXITED (status)
+             && WEXITSTATUS (status) == CHILD_EXIT_SETUP)
+        *out = strdup ("cannot take the user's credentials");
+    else if (errno != ENODATA)
+        *out = strdup (e->text);
+    return POLMSG_ERROR;
+}
+
+static int as_user (struct agent *a, const struct freezer *f, char **out)
+{
+    struct tier_cred cred;
+    struct child_spec spec;
+    int type, kind, status = 0, fds[1] = { -1 }, nfds = 0;
     json_t *body = NULL;
     tier_error_t e;
 
     *out = NULL;
-    tier_cred_init (&cred, job->uid, job->gid);
-    (void) snprintf (spec.title, sizeof (spec.title),
-                     "tierd-freeze job %u "
-                     "%s",
-                     job->job_id, job->user);
+    freezer_spec (f, &cred, &spec);
     if (child_call (a, &spec, FREEZER_TIMEOUT_MS, &type, &body, fds, &nfds, 1,
                     &status, &e)
-        < 0) {
-        if (errno == ETIMEDOUT) {
-            if (tier_state_user_path (f->root, job->user, NULL, shown,
-                                      sizeof (shown))
-                < 0)
-                (void) snprintf (shown, sizeof (shown), "%s", f->root);
-            tier_log (LOG_ERR, "job %u: %s did not answer within %d s",
-                      job->job_id, shown, FREEZER_TIMEOUT_MS / 1000);
-            *out = strdup ("the shared state directory did not answer in "
-                           "time");
-        }
-        else if (errno == ENODATA && WIFEXITED (status)
-                 && WEXITSTATUS (status) == CHILD_EXIT_SETUP)
-            *out = strdup ("cannot take the user's credentials");
-        else if (errno != ENODATA)
-            *out = strdup (e.text);
-        return POLMSG_ERROR;
-    }
+        < 0)
+        return no_answer (f->root, f->job->job_id, f->job->user, status, &e,
+                          out);
     kind = answer (type, body, nfds > 0 ? fds[0] : -1, out);
     if (nfds > 0)
         close (fds[0]);
     json_decref (body);
     return kind;
+}
+
+/* A freezer started with child_ask: who hears its answer. */
+struct asking {
+    policy_freezer_f done;
+    void *arg;
+    char root[PATH_MAX];
+    uint32_t job_id;
+    char user[64];
+};
+
+static void on_answer (struct agent *a, int rc, int type, json_t *body, int fd,
+                       const tier_error_t *e, void *arg)
+{
+    struct asking *k = arg;
+    char *out = NULL;
+    int kind;
+
+    if (rc) {
+        errno = rc;
+        kind = no_answer (k->root, k->job_id, k->user, 0, e, &out);
+    }
+    else
+        kind = answer (type, body, fd, &out);
+    if (fd >= 0)
+        close (fd);
+    json_decref (body);
+    k->done (a, kind, out, k->arg);
+    free (k);
+}
+
+static void as_user_start (struct agent *a, const struct freezer *f,
+                           policy_freezer_f done, void *arg)
+{
+    struct asking *k = calloc (1, sizeof (*k));
+    struct tier_cred cred;
+    struct child_spec spec;
+
+    if (!k) {
+        done (a, POLMSG_ERROR, strdup ("out of memory"), arg);
+        return;
+    }
+    k->done = done;
+    k->arg = arg;
+    k->job_id = f->job->job_id;
+    (void) snprintf (k->root, sizeof (k->root), "%s", f->root);
+    (void) snprintf (k->user, sizeof (k->user), "%s", f->job->user);
+    freezer_spec (f, &cred, &spec);
+    child_ask (a, &spec, FREEZER_TIMEOUT_MS, on_answer, k);
 }
 
 int policy_freezer_read (struct agent *a, const struct store_job *job,
@@ -313,4 +374,29 @@ int policy_freezer_write (struct agent *a, const struct store_job *job,
                      ? (time_t) a->conf->stats_retention
                      : FROZEN_KEEP_MIN;
     return as_user (a, &f, out);
+}
+
+void policy_freezer_read_start (struct agent *a, const struct store_job *job,
+                                policy_freezer_f done, void *arg)
+{
+    struct freezer f = { .root = a->conf->shared_state_dir, .job = job };
+
+    as_user_start (a, &f, done, arg);
+}
+
+void policy_freezer_write_start (struct agent *a, const struct store_job *job,
+                                 const char *text, policy_freezer_f done,
+                                 void *arg)
+{
+    struct freezer f = {
+        .root = a->conf->shared_state_dir,
+        .job = job,
+        .text = text,
+    };
+
+    if (sweep_due (job->uid))
+        f.keep = a->conf->stats_retention > FROZEN_KEEP_MIN
+                     ? (time_t) a->conf->stats_retention
+                     : FROZEN_KEEP_MIN;
+    as_user_start (a, &f, done, arg);
 }

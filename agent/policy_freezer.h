@@ -25,4 +25,15 @@ int policy_freezer_read (struct agent *a, const struct store_job *job,
 int policy_freezer_write (struct agent *a, const struct store_job *job,
                           const char *text, char **out);
 
+/* The same, off the loop (child_ask): done hears the kind and *out as
+ * above (out is done's), exactly once -- before these return if the
+ * child cannot start.  job and text are needed only during the call. */
+typedef void (*policy_freezer_f) (struct agent *a, int kind, char *out,
+                                  void *arg);
+void policy_freezer_read_start (struct agent *a, const struct store_job *job,
+                                policy_freezer_f done, void *arg);
+void policy_freezer_write_start (struct agent *a, const struct store_job *job,
+                                 const char *text, policy_freezer_f done,
+                                 void *arg);
+
 #endif /* !TIER_AGENT_POLICY_FREEZER_H */

@@ -36,6 +36,17 @@ static const struct chmsg_type mirror_types[] = {
     { REPMSG_BUILD_ERROR, "error" },
 };
 
+static const struct chmsg_type binds_types[] = {
+    { REPMSG_BINDS, "binds" },
+};
+
+const struct chmsg_proto repmsg_binds_proto = {
+    .channel = "mirror checker",
+    .version = REPMSG_VERSION,
+    .types = binds_types,
+    .ntypes = CHMSG_NTYPES (binds_types),
+};
+
 const struct chmsg_proto repmsg_mirror_proto = {
     .channel = "mirror builder",
     .version = REPMSG_VERSION,
@@ -71,6 +82,8 @@ const struct chmsg_proto *repmsg_proto (int type)
         case REPMSG_BUILT:
         case REPMSG_BUILD_ERROR:
             return &repmsg_mirror_proto;
+        case REPMSG_BINDS:
+            return &repmsg_binds_proto;
     }
     return NULL;
 }
@@ -103,6 +116,10 @@ json_t *repmsg_pack (const struct repmsg *m)
         case REPMSG_BUILD_ERROR:
             if (m->error)
                 o = json_pack ("{s:s}", "error", m->error);
+            break;
+        case REPMSG_BINDS:
+            if (m->binds && strlen (m->binds) < REPMSG_BINDS_MAX)
+                o = json_pack ("{s:s}", "binds", m->binds);
             break;
         default:
             break;
@@ -168,6 +185,13 @@ int repmsg_unpack (int type, json_t *body, struct repmsg *m,
             if (json_unpack_ex (body, &jerr, 0, "{s:s}", "error", &m->error)
                 < 0)
                 return refuse (type, error, "is malformed", jerr.text);
+            return 0;
+        case REPMSG_BINDS:
+            if (json_unpack_ex (body, &jerr, 0, "{s:s}", "binds", &m->binds)
+                < 0)
+                return refuse (type, error, "is malformed", jerr.text);
+            if (strlen (m->binds) >= REPMSG_BINDS_MAX)
+                return refuse (type, error, "is too long", NULL);
             return 0;
     }
     return refuse (type, error, "is of no replica channel", NULL);

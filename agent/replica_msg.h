@@ -57,6 +57,8 @@ enum repmsg_type {
     /* the mirror builder's */
     REPMSG_BUILT,
     REPMSG_BUILD_ERROR,
+    /* the mirror checker's (at a job's start) */
+    REPMSG_BINDS,
 };
 
 /* Every member of every message; a message uses those listed above (the
@@ -67,11 +69,15 @@ struct repmsg {
     uint64_t bytes;    /* copied, manifest, progress, built */
     uint64_t files;    /* built */
     const char *error; /* failed, error */
+    const char *binds; /* binds: "DIR=TREE:..." */
 };
 
 extern const struct chmsg_proto repmsg_fetch_proto;
 extern const struct chmsg_proto repmsg_walk_proto;
 extern const struct chmsg_proto repmsg_mirror_proto;
+extern const struct chmsg_proto repmsg_binds_proto;
+
+#define REPMSG_BINDS_MAX 65536 /* a binds message's text, at most */
 
 /* The channel whose message type is (NULL if none). */
 const struct chmsg_proto *repmsg_proto (int type);

@@ -332,21 +332,262 @@ static int register_parse (struct agent *a, json_t *req, struct store_job *job,
     return 0;
 }
 
+/* The job.register reply for job, once its frozen set is there: the
+ * pipeline directories (their reservation made now, on the first step),
+ * the endpoint and batch directories.  why: the reservation's refusal,
+ * if any (updated). */
+static json_t *register_answer (struct agent *a, struct store_job *job,
+                                char *why, size_t whysize, tier_error_t *error)
+{
+    static char scratch[TIER_OPT_LIST_MAX];
+    static char refused[2048];
+    uint64_t sum = 0;
+    bool have_scratch;
+    json_t *res;
+
+    /* the frozen set decides the pipeline directories (job options are
+     * its job layer); their sizes are the node's reservation */
+    have_scratch = policy_job_pipeline (a, job, scratch, sizeof (scratch), &sum,
+                                        refused, sizeof (refused))
+                   == 0;
+    if (have_scratch && job->steps == 1 && sum > job->reserved
+        && !job->scratch_denied) {
+        if (reserve_scratch (a, job, sum, why, whysize) < 0)
+            job->scratch_denied = 1;
+        if (store_job_put (a->store, job, error) < 0)
+            return NULL;
+    }
+    if (job->scratch_denied && !why[0])
+        (void) snprintf (why, whysize,
+                         "the NVDIMM tier of node %s "
+                         "could not reserve the job's scratch",
+                         a->node);
+    res = json_pack ("{s:I s:I s:I s:s s:b s:b s:s}", "job_id",
+                     (json_int_t) job->job_id, "restart",
+                     (json_int_t) job->restart, "batch_id",
+                     (json_int_t) job->batch_id, "node", a->node, "enabled",
+                     !a->disabled && a->conf->enabled, "scratch_ok",
+                     !job->scratch_denied, "scratch_error", why);
+    if (res && have_scratch) {
+        json_object_set_new (res, "scratch", json_string (scratch));
+        if (refused[0])
+            json_object_set_new (res, "refused", json_string (refused));
+    }
+    if (res && policy_job_endpoint (a, job, scratch, sizeof (scratch)) == 0
+        && scratch[0])
+        json_object_set_new (res, "stage_out", json_string (scratch));
+    /* endpoint inputs: staged in by the plugin with --tier-stage-in's
+     * items, from the first step on (the prolog cannot know them) */
+    if (res && policy_job_inputs (a, job, scratch, sizeof (scratch)) == 0
+        && scratch[0])
+        json_object_set_new (res, "stage_in", json_string (scratch));
+    if (res && policy_job_batch (a, job, scratch, sizeof (scratch)) == 0)
+        json_object_set_new (res, "batch", json_string (scratch));
+    if (!res) {
+        errno = ENOMEM;
+        tier_errprintf (error, "out of memory");
+    }
+    return res;
+}
+
+/* A job's first registration on the node, being answered: its policy
+ * freeze (the user's files) and its mirror check (the GFS) run in
+ * children, off the loop, and the reply goes out when they report.
+ * Other registrations of the job that come meanwhile wait for it, in
+ * order (they need its frozen set).
+ */
+#define REG_WAITERS_MAX 4096
+struct reg_wait {
+    struct conn *c; /* NULL once gone */
+    uint32_t msgid;
+    json_t *req;
+    struct reg_wait *next;
+};
+struct reg {
+    struct agent *a;
+    struct conn *c; /* who asked; NULL once gone */
+    uint32_t msgid;
+    uint32_t job_id, restart;
+    bool in_call; /* op_job_register has not returned yet */
+    bool done;    /* answered while in_call: res is the reply */
+    json_t *pol, *res;
+    char why[256];
+    int nwait;
+    struct reg_wait *wait, **tail;
+    struct reg *next;
+};
+static struct reg *regs;
+static struct reg_wait *woken; /* being answered (reg_wake) */
+
+static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
+                                tier_error_t *error);
+
+/* The registrations that waited for r, now (r is no more). */
+static void reg_wake (struct agent *a, struct reg_wait *list)
+{
+    woken = list;
+    while (woken) {
+        struct reg_wait *w = woken;
+        struct conn *c = w->c;
+        woken = w->next;
+        if (c) {
+            uint32_t id = c->req_id;
+            tier_error_t e = { { 0 } };
+            json_t *res;
+            c->waiting--;
+            c->req_id = w->msgid;
+            c->req_fds = NULL;
+            c->req_nfds = 0;
+            errno = 0;
+            res = op_job_register (a, c, w->req, &e);
+            c->req_id = id;
+            if (res != RPC_DEFERRED) {
+                char *body;
+                if (res) {
+                    body = json_dumps (res, JSON_COMPACT);
+                    json_decref (res);
+                }
+                else
+                    body = rpc_error_body (errno ? errno : EIO, "%s",
+                                           e.text[0] ? e.text
+                                                     : "job.register failed");
+                server_reply (a, c, w->msgid, body); /* may close c */
+            }
+        }
+        json_decref (w->req);
+        free (w);
+    }
+}
+
+/* The reply is complete (r->res NULL: failed, r->why says why). */
+static void reg_finish (struct reg *r)
+{
+    struct agent *a = r->a;
+    struct reg **pp;
+    json_t *res = policy_reply (r->pol, r->res);
+    struct reg_wait *list = r->wait;
+    char *body;
+
+    r->pol = NULL;
+    r->res = res;
+    if (r->in_call) {
+        r->done = true;
+        return;
+    }
+    for (pp = &regs; *pp && *pp != r; pp = &(*pp)->next)
+        ;
+    if (*pp)
+        *pp = r->next;
+    if (r->c) {
+        body = res ? json_dumps (res, JSON_COMPACT)
+                   : rpc_error_body (EIO, "job %u: %s", r->job_id,
+                                     r->why[0] ? r->why
+                                               : "its registration failed");
+        r->c->waiting--;
+        server_reply (a, r->c, r->msgid, body);
+    }
+    json_decref (res);
+    free (r);
+    reg_wake (a, list);
+}
+
+static void reg_bound (struct agent *a, char *binds, void *arg)
+{
+    struct reg *r = arg;
+
+    (void) a;
+    if (binds && r->res)
+        json_object_set_new (r->res, "bind", json_string (binds));
+    free (binds);
+    reg_finish (r);
+}
+
+static void reg_frozen (struct agent *a, json_t *pol, void *arg)
+{
+    struct reg *r = arg;
+    struct store_job job;
+    tier_error_t e;
+    const char *batch;
+
+    r->pol = pol;
+    if (store_job_get (a->store, r->job_id, r->restart, &job, &e) < 0
+        || job.state != STORE_JOB_RUNNING) {
+        (void) snprintf (r->why, sizeof (r->why),
+                         "the job ended while it registered");
+        reg_finish (r);
+        return;
+    }
+    if (!(r->res = register_answer (a, &job, r->why, sizeof (r->why), &e))) {
+        (void) snprintf (r->why, sizeof (r->why), "%.200s", e.text);
+        reg_finish (r);
+        return;
+    }
+    /* eager mode: mirrors of batch directories, checked once per job
+     * and node (the first step binds them for all) */
+    batch = json_string_value (json_object_get (r->res, "batch"));
+    if (batch && batch[0])
+        mirror_job_binds (a, &job, reg_bound, r);
+    else
+        reg_finish (r);
+}
+
+void rpc_conn_gone (struct agent *a, struct conn *c)
+{
+    (void) a;
+    for (struct reg *r = regs; r; r = r->next) {
+        if (r->c == c) {
+            r->c = NULL;
+            c->waiting--;
+        }
+        for (struct reg_wait *w = r->wait; w; w = w->next)
+            if (w->c == c) {
+                w->c = NULL;
+                c->waiting--;
+            }
+    }
+    for (struct reg_wait *w = woken; w; w = w->next)
+        if (w->c == c) {
+            w->c = NULL;
+            c->waiting--;
+        }
+}
+
+static json_t *reg_queue (struct reg *r, struct conn *c, json_t *req,
+                          tier_error_t *error)
+{
+    struct reg_wait *w;
+
+    if (r->nwait >= REG_WAITERS_MAX || !(w = calloc (1, sizeof (*w)))) {
+        errno = EAGAIN;
+        tier_errprintf (error, "job %u: %d registrations wait already",
+                        r->job_id, r->nwait);
+        return NULL;
+    }
+    w->c = c;
+    w->msgid = c->req_id;
+    w->req = json_incref (req);
+    *r->tail = w;
+    r->tail = &w->next;
+    r->nwait++;
+    c->waiting++;
+    return RPC_DEFERRED;
+}
+
 static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
                                 tier_error_t *error)
 {
     struct store_job job, old;
-    static char scratch[TIER_OPT_LIST_MAX];
-    static char refused[2048];
     char why[256] = "";
-    bool have_scratch;
-    uint64_t want = 0, sum = 0;
-    json_t *res;
+    uint64_t want = 0;
     tier_error_t e2;
-    json_t *pol = NULL;
+    struct reg *r;
+    json_t *res;
 
     if (register_parse (a, req, &job, &want, error) < 0)
         return NULL;
+    for (r = regs; r; r = r->next)
+        if (r->job_id == job.job_id)
+            return reg_queue (r, c, req, error);
     /* a step's restart count from its environment, which its user sets:
      * the job's run on this node, if one is running, is the one (a
      * forged count must not make a second record and reservation) */
@@ -376,57 +617,43 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
         job.scratch_denied = 1;
     if (store_job_put (a->store, &job, error) < 0)
         return NULL;
-    if (job.steps == 1) {
-        tier_log (LOG_INFO, "job %u (batch %u, user %s) registered",
-                  job.job_id, job.batch_id, job.user);
-        ensure_user_state (a, &job);
-        pol = policy_job_freeze (a, &job);
+    if (job.steps != 1)
+        return register_answer (a, &job, why, sizeof (why), error);
+    tier_log (LOG_INFO, "job %u (batch %u, user %s) registered", job.job_id,
+              job.batch_id, job.user);
+    ensure_user_state (a, &job);
+    if (!(r = calloc (1, sizeof (*r)))) {
+        errno = ENOMEM;
+        tier_errprintf (error, "out of memory");
+        return NULL;
     }
-    /* the frozen set decides the pipeline directories (job options are
-     * its job layer); their sizes are the node's reservation */
-    have_scratch = policy_job_pipeline (a, &job, scratch, sizeof (scratch),
-                                        &sum, refused, sizeof (refused)) == 0;
-    if (have_scratch && job.steps == 1 && sum > job.reserved
-        && !job.scratch_denied) {
-        if (reserve_scratch (a, &job, sum, why, sizeof (why)) < 0)
-            job.scratch_denied = 1;
-        if (store_job_put (a->store, &job, error) < 0) {
-            json_decref (pol);
-            return NULL;
-        }
+    r->a = a;
+    r->c = c;
+    r->msgid = c->req_id;
+    r->job_id = job.job_id;
+    r->restart = job.restart;
+    r->tail = &r->wait;
+    (void) snprintf (r->why, sizeof (r->why), "%s", why);
+    r->in_call = true;
+    r->next = regs;
+    regs = r;
+    c->waiting++;
+    policy_job_freeze (a, &job, reg_frozen, r);
+    r->in_call = false;
+    if (!r->done)
+        return RPC_DEFERRED;
+    /* answered at once: no child was needed */
+    res = r->res;
+    r->res = NULL;
+    if (!res) {
+        errno = EIO;
+        tier_errprintf (error, "job %u: %s", r->job_id,
+                        r->why[0] ? r->why : "its registration failed");
     }
-    if (job.scratch_denied && !why[0])
-        (void) snprintf (why, sizeof (why), "the NVDIMM tier of node %s "
-                         "could not reserve the job's scratch", a->node);
-    res = json_pack ("{s:I s:I s:I s:s s:b s:b s:s}", "job_id",
-                     (json_int_t) job.job_id, "restart",
-                     (json_int_t) job.restart, "batch_id",
-                     (json_int_t) job.batch_id, "node", a->node, "enabled",
-                     !a->disabled && a->conf->enabled, "scratch_ok",
-                     !job.scratch_denied, "scratch_error", why);
-    if (res && have_scratch) {
-        json_object_set_new (res, "scratch", json_string (scratch));
-        if (refused[0])
-            json_object_set_new (res, "refused", json_string (refused));
-    }
-    if (res && policy_job_endpoint (a, &job, scratch, sizeof (scratch)) == 0
-        && scratch[0])
-        json_object_set_new (res, "stage_out", json_string (scratch));
-    /* endpoint inputs: staged in by the plugin with --tier-stage-in's
-     * items, from the first step on (the prolog cannot know them) */
-    if (res && policy_job_inputs (a, &job, scratch, sizeof (scratch)) == 0
-        && scratch[0])
-        json_object_set_new (res, "stage_in", json_string (scratch));
-    if (res && policy_job_batch (a, &job, scratch, sizeof (scratch)) == 0)
-        json_object_set_new (res, "batch", json_string (scratch));
-    if (res && scratch[0] && job.steps == 1) {
-        /* eager mode: mirrors of batch directories, checked once per job
-         * and node (the first step binds them for all) */
-        mirror_job_binds (a, &job, scratch, sizeof (scratch));
-        if (scratch[0])
-            json_object_set_new (res, "bind", json_string (scratch));
-    }
-    return policy_reply (pol, res);
+    c->waiting--;
+    r->c = NULL;
+    reg_finish (r); /* unlinks and frees it */
+    return res;
 }
 
 static json_t *op_job_end (struct agent *a, struct conn *c, json_t *req,

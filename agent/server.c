@@ -182,6 +182,8 @@ static void conn_close (struct agent *a, struct conn *c)
         migrate_conn_gone (a, c);
     if (c->waiting)
         mirror_conn_gone (a, c);
+    if (c->waiting)
+        rpc_conn_gone (a, c);
     if (c->fd >= 0) {
         (void) epoll_ctl (a->epfd, EPOLL_CTL_DEL, c->fd, NULL);
         close (c->fd);

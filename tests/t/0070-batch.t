@@ -439,12 +439,13 @@ test_expect_success 'eager mode: a changed source is not bound; the job reads it
     grep -q "mirror .* dropped: its source changed" $CLUSTER/log/tierd-n3.log
 '
 test_have_prereq ROOT && command -v strace >/dev/null && test_set_prereq STRACE
-# The agent walks the sources of a job's mirrors again at each job start,
-# in its one loop: a GFS that does not answer those walks (n3's agent and
-# its children are held for a minute on both directories by strace) holds
-# the agent 5 s at most for all of them together (one walk each would
-# reach the plugin's 10 s AgentTimeout: a warning); the job runs through
-# the interposer, and the mirrors stay for the next job.
+# The agent walks the sources of a job's mirrors again at each job start
+# (its mirror checker, off the loop): a GFS that does not answer those
+# walks (n3's agent and its children are held for a minute on both
+# directories by strace) holds the job's registration 5 s at most for all
+# of them together (one walk each would reach the plugin's 10 s
+# AgentTimeout: a warning); the job runs through the interposer, and the
+# mirrors stay for the next job.
 test_expect_success STRACE 'eager mode: walks the GFS does not answer hold the agent 5 s at most' '
     as_user alice mkdir -p $H/tools2 && as_user alice sh -c "echo two > $H/tools2/f" &&
     (cd $H && as_user alice $TIERCTL set policy $H/tools2 batch) &&

@@ -266,5 +266,34 @@ test_expect_success 'a mirror whose walk hangs in the GFS: the agent answers thr
     wait_for 30 no_procs n3 tierd-walk && wait_for 30 no_procs n3 tierd-mirror
 '
 
+
+# A job start checks the job's mirrors: the checker (a root child) has
+# the walker walk each source again as the user.  Here that walk hangs:
+# the job's registration waits for it (5 s at most) off the loop -- the
+# agent answers pings with a 2 s AgentTimeout meanwhile -- and the job
+# then runs without the mirror.
+as_user bob mkdir -p "$BH/mdb2" && mkfile bob $BHB/mdb2/m2 4096
+test_expect_success 'a job start whose mirror walk hangs: the agent answers meanwhile, the job runs unbound' '
+    (cd $BH && as_user bob $TIERCTL set policy $BH/mdb2 batch) &&
+    (cd $BH && as_user bob $TIERCTL -N n3 prefetch --bind $BH/mdb2) >$TRASH/mb2 && cat $TRASH/mb2 &&
+    grep -q "$BH/mdb2: bound read-only into your jobs" $TRASH/mb2 &&
+    gfsemu_fault "$GFS" "home/bob/mdb2:readdir:hang" &&
+    id=$(cd $BH && as_user bob sbatch --parsable -w n3 --tier-cache=auto -o $BH/mb2.out \
+        --wrap "grep -c \" $BH/mdb2 ro,\" /proc/self/mountinfo; true") &&
+    wait_for 30 gfsemu_hung "$GFS" && : >$TRASH/bping.us &&
+    (for i in 1 2 3 4; do
+        t0=$(date +%s%N) &&
+        $CLUSTER/lib/tierctl -c $TRASH/ping.conf -N n3 ping >/dev/null || { echo "ping $i failed"; exit 1; }
+        echo $(( ($(date +%s%N) - t0) / 1000 )) >>$TRASH/bping.us && sleep 1
+    done) &&
+    echo "pings during the hung job-start walk (us): $(tr "\n" " " <$TRASH/bping.us)" &&
+    wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED &&
+    cat $BH/mb2.out && test "$(cat $BH/mb2.out)" = 0 &&
+    grep "job $id: mirror $BH/mdb2 not bound: the walk of $BH/mdb2 as uid $(id -u bob) did not finish within 5 s" \
+        $CLUSTER/log/tierd-n3.log &&
+    gfsemu_fault_clear "$GFS" && wait_for 10 gfsemu_unhung "$GFS" &&
+    wait_for 30 no_procs n3 tierd-walk && wait_for 30 no_procs n3 tierd-binds
+'
+
 test_expect_success 'no node was drained' 'no_drain'
 test_done

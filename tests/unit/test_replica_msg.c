@@ -53,6 +53,8 @@ static void test_round_trips (void **state)
         { .type = REPMSG_WALK_ERROR, .error = "/gfs/x: Permission denied" },
         { .type = REPMSG_BUILT, .files = 150000, .bytes = 1ULL << 36 },
         { .type = REPMSG_BUILD_ERROR, .error = "/gfs/db has no replicas yet" },
+        { .type = REPMSG_BINDS, .binds = "/gfs/db=/bb/mirrors/u1001/ab/tree" },
+        { .type = REPMSG_BINDS, .binds = "" },
     };
 
     for (size_t i = 0; i < sizeof (ms) / sizeof (ms[0]); i++) {
@@ -65,12 +67,17 @@ static void test_round_trips (void **state)
             assert_string_equal (out.error, ms[i].error);
         else
             assert_null (out.error);
+        if (ms[i].binds)
+            assert_string_equal (out.binds, ms[i].binds);
+        else
+            assert_null (out.binds);
         json_decref (body);
     }
     assert_ptr_equal (repmsg_proto (REPMSG_FOUND), &repmsg_fetch_proto);
     assert_ptr_equal (repmsg_proto (REPMSG_MANIFEST), &repmsg_walk_proto);
     assert_ptr_equal (repmsg_proto (REPMSG_BUILT), &repmsg_mirror_proto);
     assert_ptr_equal (repmsg_proto (REPMSG_BUILD_ERROR), &repmsg_mirror_proto);
+    assert_ptr_equal (repmsg_proto (REPMSG_BINDS), &repmsg_binds_proto);
     assert_null (repmsg_proto (0));
     assert_null (repmsg_proto (99));
 }
@@ -100,6 +107,8 @@ static void test_unknown_names (void **state)
     refused (&repmsg_walk_proto, "{\"t\":\"copied\",\"v\":1,\"bytes\":1}");
     refused (&repmsg_walk_proto, "{\"t\":\"found\",\"v\":1}");
     refused (&repmsg_walk_proto, "{\"t\":\"failed\",\"v\":1,\"error\":\"x\"}");
+    refused (&repmsg_binds_proto,
+             "{\"t\":\"built\",\"v\":1,\"files\":1,\"bytes\":1}");
     /* an unknown type cannot be packed or sent */
     {
         struct repmsg m = { .type = 99 };
@@ -150,6 +159,8 @@ static void test_mistyped (void **state)
               "{\"t\":\"manifest\",\"v\":1,\"bytes\":67108865}");
     mistyped (&repmsg_walk_proto, "{\"t\":\"manifest\",\"v\":1,\"bytes\":-3}");
     mistyped (&repmsg_walk_proto, "{\"t\":\"error\",\"v\":1,\"error\":null}");
+    mistyped (&repmsg_binds_proto, "{\"t\":\"binds\",\"v\":1}");
+    mistyped (&repmsg_binds_proto, "{\"t\":\"binds\",\"v\":1,\"binds\":5}");
 }
 
 /* Members of a later version are ignored. */
