@@ -13,7 +13,10 @@
  * counted with what it asks for -- a user who fills the BB evicts their
  * own replicas, not another's; only when nobody is above the share does
  * plain LRU choose.  A user's copies in flight take at most half the
- * budget while another copy of theirs is in flight.
+ * budget while another copy of theirs is in flight.  With BBUserMax, a
+ * user's replicas this node fetched (and copies in flight) stay within
+ * it: their own least recently used go first, and a copy larger than
+ * what is left to them beside their copies in flight is not made.
  *
  * Owns those rules.  Calls replica_index.c (the records), store.c (the
  * running jobs) and mirror.c (mirror_drop: a mirror without one of its
@@ -233,6 +236,42 @@ static int budget_taken (struct agent *a, char *why, size_t whysize)
     return -1;
 }
 
+/* BBUserMax: uid's replicas that this node fetched, with its copies in
+ * flight (mine) and this one, stay within it -- its own least recently
+ * used replicas go first; a copy that cannot fit evicts nothing. */
+static int user_room (struct agent *a, const struct batches *b, uint32_t uid,
+                      uint64_t size, uint64_t mine, char *why, size_t whysize)
+{
+    struct replicas *r = a->replicas;
+    uint64_t umax = a->conf->bb_user_max, held = 0;
+
+    if (!umax)
+        return 0;
+    if (size > umax || mine > umax - size) {
+        (void) snprintf (why, whysize,
+                         "uid %u's copies would pass BBUserMax on node %s "
+                         "(%llu MiB: this one is %llu MiB, %llu MiB more "
+                         "in flight)",
+                         (unsigned) uid, a->node,
+                         (unsigned long long) (umax >> 20),
+                         (unsigned long long) (size >> 20),
+                         (unsigned long long) (mine >> 20));
+        return -1;
+    }
+    for (int i = 0; i < REPLICA_BUCKETS; i++)
+        for (const struct replica *x = r->tab[i]; x; x = x->next)
+            if (x->owner && x->uid == uid)
+                held += x->size;
+    while (held > umax - size - mine) {
+        struct replica *x = lru (r, b, true, uid);
+        if (!x)
+            break;
+        held -= x->size < held ? x->size : held;
+        replica_evict_one (a, x, "BBUserMax");
+    }
+    return 0;
+}
+
 /* Make room for size bytes within the budget and the free-space floor,
  * evicting this node's least recently used replicas -- only when that
  * can make enough room: a request that cannot fit evicts nothing. */
@@ -272,6 +311,8 @@ int replica_evict_make_room (struct agent *a, uint32_t uid, uint64_t size,
         return -1;
     }
     (void) store_job_foreach (a->store, running_cb, &b, &e);
+    if (user_room (a, &b, uid, size, mine, why, whysize) < 0)
+        return -1;
     uses_of (r, uid, size, &s);
     while (cap && r->owned_bytes + inflight_bytes (r) + size > cap) {
         struct replica *x = victim (r, &b, &s, total);

@@ -37,6 +37,8 @@ struct tier_conf {
     char *bb_dir;               /* BBDir: burst buffer (shared by nodes) */
     uint64_t bb_capacity;       /* BBCapacity: this node's BB budget */
     uint64_t bb_min_free;       /* BBMinFree: keep this much of the BB free */
+    uint64_t bb_user_max;       /* BBUserMax: a user's replicas on this
+                                 * node's budget, at most (0: no cap) */
     uint64_t bb_lock_stale;     /* BBLockStale (s): a fetch lock whose
                                  * heartbeat stopped this long is broken */
     unsigned gfs_streams;       /* GfsStreams: concurrent GFS streams (a

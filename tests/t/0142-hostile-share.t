@@ -8,7 +8,10 @@
 # must be made by evicting a replica: bob holds more than an equal share
 # of the budget (1 GiB each of the two users), alice less, so bob's own
 # least recently used replica goes, not alice's older ones (plain LRU
-# would have evicted alice's).
+# would have evicted alice's).  Then the site caps a user's replicas on
+# the node (BBUserMax 800 MiB): bob's next copy evicts his own replicas
+# down to the cap, though the budget has room, and a file larger than
+# the cap is read from the GFS.
 test_description='hostile users: the BB is shared fairly between users'
 . "$(dirname "$0")/../lib/tap.sh"
 . "$TIER_SRCDIR/tests/lib/cluster.sh"
@@ -29,6 +32,9 @@ MIB400=419430400
 as_user alice mkdir -p $H/share && as_user bob mkdir -p $BH/share
 for f in a0 a1; do truncate -s 400M $HB/share/$f && chown alice: $HB/share/$f; done
 for f in b0 b1 b2 b3; do truncate -s 400M $BHB/share/$f && chown bob: $BHB/share/$f; done
+truncate -s 900M $BHB/share/big && chown bob: $BHB/share/big
+CONF=$CLUSTER/etc/tier.conf
+reloaded () { test "$(grep -c "reloaded $CONF" $LOG)" -gt "$1"; }
 # replicas_of LIST: the sources of n2's replicas, one a line, into LIST
 replicas_of () {
     $TIERCTL -N n2 replicas --json >$TRASH/rep.json &&
@@ -60,6 +66,29 @@ test_expect_success 'alice reads hers again: both are hits' '
     test "$(job_state $id)" = COMPLETED &&
     $TIERCTL -N n2 counters --job $id --json >$TRASH/c.json &&
     python3 -c "import json,sys; c=json.load(open(sys.argv[1]))[\"counters\"][\"batch\"]; print(c); assert c[\"hits\"] >= 2, c" $TRASH/c.json
+'
+test_expect_success 'BBUserMax: bob'"'"'s next copy evicts his own replicas down to the cap' '
+    n=$(grep -c "reloaded $CONF" $LOG || :) &&
+    sed -i "/^BBUserMax *=/d" $CONF && echo "BBUserMax = 800M" >>$CONF &&
+    kill -HUP $(cat $CLUSTER/state/n2/tierd.pid) && wait_for 10 reloaded $n &&
+    replicas_of $TRASH/r3 && cat $TRASH/r3 && test "$(grep -c "^$BH/" $TRASH/r3)" = 3 &&
+    id=$(sbatch_wait bob -w n2 --tier-batch=$BH/share -o $BH/share3.out \
+         --wrap "wc -c <$BH/share/b0") &&
+    test "$(job_state $id)" = COMPLETED && test "$(cat $BH/share3.out)" = $MIB400 &&
+    test "$(grep -c "replica of $BH/share/.* evicted: BBUserMax" $LOG)" = 2 &&
+    ! grep -q "replica of $H/share/.* evicted" $LOG &&
+    replicas_of $TRASH/r4 && cat $TRASH/r4 &&
+    test "$(grep -c "^$BH/" $TRASH/r4)" = 2 && grep -qx "$BH/share/b0" $TRASH/r4 &&
+    grep -qx "$H/share/a0" $TRASH/r4 && grep -qx "$H/share/a1" $TRASH/r4
+'
+test_expect_success 'BBUserMax: a file larger than the cap is read from the GFS, nothing evicted' '
+    id=$(sbatch_wait bob -w n2 --tier-batch=$BH/share -o $BH/share4.out \
+         --wrap "wc -c <$BH/share/big") &&
+    test "$(job_state $id)" = COMPLETED && test "$(cat $BH/share4.out)" = 943718400 &&
+    grep -q "uid $(id -u bob)'"'"'s copies would pass BBUserMax on node n2 (800 MiB: this one is 900 MiB" $LOG &&
+    test "$(grep -c "evicted: BBUserMax" $LOG)" = 2 &&
+    replicas_of $TRASH/r5 && ! grep -qx "$BH/share/big" $TRASH/r5 &&
+    test "$(grep -c "^$BH/" $TRASH/r5)" = 2
 '
 test_expect_success 'no node was drained' 'no_drain'
 test_done
