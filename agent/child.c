@@ -48,6 +48,7 @@ struct child {
     int pidfd; /* or -1 */
     bool abandoned;
     bool held; /* child_hold: no stall counted */
+    uid_t uid; /* whose credentials it runs with (0: root) */
     int64_t started_ms, last_ms, killed_ms;
     struct tier_msgreader rd;
     struct tier_msgwriter wr;
@@ -62,6 +63,7 @@ static int nchildren;
 struct gone {
     pid_t pid;
     int pidfd;
+    uid_t uid;
     char name[CHILD_NAME_MAX + 1];
     int64_t since_ms;
 };
@@ -233,12 +235,43 @@ static void channel_close (struct child *c)
     tier_msgwriter_fini (&c->wr);
 }
 
+/* 0 if a child may start: fewer than CHILD_ABANDONED_MAX children stuck
+ * in the kernel, and fewer than CHILD_ABANDONED_PER_UID of uid's -- one
+ * user whose file system never answers (a FUSE mount of their own) must
+ * not leave others none. */
+static int stuck_check (const struct child_spec *s, uid_t uid,
+                        tier_error_t *error)
+{
+    int mine = 0;
+
+    for (int i = 0; i < ngone; i++)
+        mine += gone[i].uid == uid;
+    if (ngone < CHILD_ABANDONED_MAX
+        && (uid == 0 || mine < CHILD_ABANDONED_PER_UID))
+        return 0;
+    errno = EAGAIN;
+    if (ngone >= CHILD_ABANDONED_MAX)
+        return tier_errprintf (error,
+                               "%s: %d children are stuck in the kernel "
+                               "already (a file system that does not "
+                               "answer): no more until some of them end",
+                               s->name, ngone);
+    return tier_errprintf (error,
+                           "%s: %d children of uid %d are stuck in the "
+                           "kernel already (a file system of its that does "
+                           "not answer): none more of its until some end",
+                           s->name, mine, (int) uid);
+}
+
 static struct child *child_new (struct agent *a, const struct child_spec *s,
                                 tier_error_t *error)
 {
+    uid_t uid = s->cred ? s->cred->uid : 0;
     struct child *c;
     int slot = -1;
 
+    if (stuck_check (s, uid, error) < 0)
+        return NULL;
     for (int i = 0; i < CHILD_MAX && slot < 0; i++)
         if (!slots[i])
             slot = i;
@@ -253,6 +286,7 @@ static struct child *child_new (struct agent *a, const struct child_spec *s,
     }
     c->spec = *s;
     c->a = a;
+    c->uid = uid;
     c->slot = slot;
     c->fd = -1;
     c->pidfd = -1;
@@ -316,15 +350,6 @@ struct child *child_start (struct agent *a, const struct child_spec *spec,
      * abandoned) are reaped here too, not by init */
     if (!subreaper)
         subreaper = prctl (PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
-    if (ngone >= CHILD_ABANDONED_MAX) {
-        errno = EAGAIN;
-        tier_errprintf (error,
-                        "%s: %d children are stuck in the kernel "
-                        "already (a file system that does not answer): no "
-                        "more until some of them end",
-                        spec->name, ngone);
-        return NULL;
-    }
     if (!(c = child_new (a, spec, error)))
         return NULL;
     if (child_fork (a, c, error) < 0) {
@@ -486,6 +511,7 @@ static void gone_add (struct child *c, int64_t now)
     }
     gone[ngone].pid = c->pid;
     gone[ngone].pidfd = c->pidfd;
+    gone[ngone].uid = c->uid;
     (void) snprintf (gone[ngone].name, sizeof (gone[ngone].name), "%s",
                      c->spec.name);
     gone[ngone].since_ms = now;

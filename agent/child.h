@@ -42,8 +42,11 @@
  * child_abandoned true, its channel is closed and its slot freed; only
  * its pid is kept (at most CHILD_ABANDONED_MAX of them) until the loop
  * reaps it, whenever it ends, and logs that.  While CHILD_ABANDONED_MAX
- * children are abandoned and alive, child_start refuses (EAGAIN): a file
- * system that hangs every request costs a bounded number of processes.
+ * children are abandoned and alive, or CHILD_ABANDONED_PER_UID of those
+ * that run with one user's credentials, a new child (of that user)
+ * is refused (EAGAIN): a file system that hangs every request costs a
+ * bounded number of processes, and one user's (a FUSE mount of theirs)
+ * leaves the others room.
  * The agent is the subreaper of its children's children, so that those
  * a child abandons (a stager's copier) are reaped here too.
  *
@@ -68,6 +71,7 @@
 #define CHILD_TITLE_MAX 128
 #define CHILD_EXIT_SETUP 125        /* as_root or the drop failed */
 #define CHILD_ABANDONED_MAX 64      /* abandoned children still alive */
+#define CHILD_ABANDONED_PER_UID 8   /* of them with one user's credentials */
 
 struct agent;
 struct child;

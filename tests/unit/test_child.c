@@ -874,6 +874,91 @@ static void test_abandon_bounded (void **state)
     agent_fini (&a);
 }
 
+/* run, reaping c alone (the abandoned ones stay "stuck"). */
+static void run_only (struct agent *a, struct child *c, struct rec *r)
+{
+    int64_t deadline = tier_now_ms () + SAFETY_MS;
+    pid_t pid = child_pid (c);
+    int status;
+
+    while (!r->done) {
+        if (waitpid (pid, &status, WNOHANG) == pid)
+            (void) child_reaped (a, pid, status);
+        if (r->done)
+            break;
+        child_tick (a);
+        assert_true (tier_now_ms () < deadline);
+        dispatch (a);
+    }
+}
+
+/* One user's stuck children: past CHILD_ABANDONED_PER_UID none more of
+ * that user's starts, while another user's and root's still do. */
+static void test_abandon_per_uid (void **state)
+{
+    static struct rec r[CHILD_ABANDONED_PER_UID];
+    pid_t pids[CHILD_ABANDONED_PER_UID];
+    struct tier_cred nobody, other;
+    struct agent a;
+    struct child_spec s;
+    tier_error_t e;
+    struct child *c;
+    struct rec r2;
+    int status;
+
+    (void) state;
+    if (geteuid () != 0) {
+        skip ();
+        return;
+    }
+    tier_cred_init (&nobody, 65534, 65534);
+    tier_cred_init (&other, 65533, 65534);
+    agent_init (&a);
+    for (int i = 0; i < CHILD_ABANDONED_PER_UID; i++) {
+        spec_init (&s, child_sleep, NULL);
+        s.cred = &nobody;
+        s.mode = TIER_CRED_OWN;
+        s.stall_ms = 100;
+        c = start (&a, &s, &r[i]);
+        pids[i] = child_pid (c);
+    }
+    run_unreaped (&a, r, CHILD_ABANDONED_PER_UID);
+    assert_int_equal (child_abandoned_count (), CHILD_ABANDONED_PER_UID);
+    spec_init (&s, child_exit3, NULL);
+    s.cred = &nobody;
+    s.mode = TIER_CRED_OWN;
+    errno = 0;
+    assert_null (child_start (&a, &s, &e));
+    assert_int_equal (errno, EAGAIN);
+    assert_non_null (strstr (e.text, "children of uid 65534 are stuck"));
+    /* another user's child and root's start and run */
+    s.cred = &other;
+    c = start (&a, &s, &r2);
+    run_only (&a, c, &r2);
+    assert_true (WIFEXITED (r2.status) && WEXITSTATUS (r2.status) == 3);
+    rec_fini (&r2);
+    s.cred = NULL;
+    c = start (&a, &s, &r2);
+    run_only (&a, c, &r2);
+    assert_true (WIFEXITED (r2.status) && WEXITSTATUS (r2.status) == 3);
+    rec_fini (&r2);
+    /* one of them ends: that user's children start again */
+    assert_int_equal (waitpid (pids[0], &status, 0), pids[0]);
+    assert_true (child_reaped (&a, pids[0], status));
+    s.cred = &nobody;
+    c = start (&a, &s, &r2);
+    run_only (&a, c, &r2);
+    assert_true (WIFEXITED (r2.status) && WEXITSTATUS (r2.status) == 3);
+    rec_fini (&r2);
+    for (int i = 1; i < CHILD_ABANDONED_PER_UID; i++) {
+        assert_int_equal (waitpid (pids[i], &status, 0), pids[i]);
+        assert_true (child_reaped (&a, pids[i], status));
+    }
+    for (int i = 0; i < CHILD_ABANDONED_PER_UID; i++)
+        rec_fini (&r[i]);
+    agent_fini (&a);
+}
+
 /* -------------------------------------------------- child_call */
 
 static void test_call_answer (void **state)
@@ -1123,6 +1208,7 @@ int main (int argc, char **argv)
         cmocka_unit_test (test_start_stopped),
         cmocka_unit_test (test_start_abandon),
         cmocka_unit_test (test_abandon_bounded),
+        cmocka_unit_test (test_abandon_per_uid),
         cmocka_unit_test (test_call_answer),
         cmocka_unit_test (test_call_timeout),
         cmocka_unit_test (test_call_no_answer),
