@@ -51,6 +51,7 @@ struct conn {
     int *req_fds;               /* the request's descriptors: a handler */
     int req_nfds;               /* takes one by setting it to -1 */
     uint32_t req_id;            /* the request's id (for deferred replies) */
+    const struct user_pols *upol; /* the caller's, read for this request */
     struct conn *prev, *next;
 };
 
@@ -134,6 +135,27 @@ int rpc_caller_job (struct agent *a, struct conn *c, struct store_job *job,
 
 /* What a handler returns when it answers later with server_reply. */
 extern json_t *const RPC_DEFERRED;
+
+/* A request's handler. */
+typedef json_t *(*rpc_f) (struct agent *a, struct conn *c, json_t *req,
+                          tier_error_t *error);
+
+/* userpol.c: requests from outside a job that follow the caller's user
+ * policies (tierctl prefetch, tierctl mirror).  userpol_call reads them
+ * (the policy freezer, as the user, off the loop), then runs fn with
+ * c->upol set to them, and answers with its result (RPC_DEFERRED when
+ * the read is under way).  A caller in a job, or a node without
+ * SharedStateDir, needs no read: fn runs at once.  At most a few reads
+ * per user at a time (EAGAIN past them).
+ */
+struct user_pols {
+    const char *user; /* the caller's name ("" when in a job) */
+    int kind;         /* POLMSG_* of policy_msg.h */
+    const char *text; /* the policies (POLMSG_USER) or why not, or NULL */
+};
+json_t *userpol_call (struct agent *a, struct conn *c, rpc_f fn, json_t *req,
+                      tier_error_t *error);
+void userpol_conn_gone (struct agent *a, struct conn *c);
 
 /* server.c: send a deferred reply (body is consumed; NULL: out of
  * memory, the connection is closed).  The connection may be closed by

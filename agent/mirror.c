@@ -621,8 +621,9 @@ static const char *mirror_req (struct agent *a, struct conn *c, json_t *req,
                         a->node);
         return NULL;
     }
-    if (replica_caller_policy (a, c, dir, &job, &in_job, &pol) < 0
-        || pol.role != TIER_POLICY_BATCH) {
+    if (replica_caller_policy (a, c, dir, &job, &in_job, &pol, error) < 0)
+        return NULL;
+    if (pol.role != TIER_POLICY_BATCH) {
         errno = EPERM;
         tier_errprintf (error, "%s is not a batch directory of yours", dir);
         return NULL;
@@ -845,6 +846,8 @@ json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
     struct tier_cred cred;
     const char *dir;
 
+    if (!c->upol) /* first the caller's policies, off the loop */
+        return userpol_call (a, c, op_replica_mirror, req, error);
     if (!(dir = mirror_req (a, c, req, &cred, error)))
         return NULL;
     for (run = runs; run; run = run->next)

@@ -795,45 +795,36 @@ int policy_job_batch (struct agent *a, const struct store_job *job,
 }
 
 /* The policies a user's next job would follow (site and user layers),
- * for requests from outside a job (tierctl prefetch).
+ * for requests from outside a job (tierctl prefetch): kind and text are
+ * what the freezer read (userpol.c).
  */
 struct tier_policy_set *policy_user_set (struct agent *a, uid_t uid,
-                                         gid_t gid, const char *user)
+                                         const char *user, int kind,
+                                         const char *text)
 {
     struct tier_policy_set *all = tier_policy_set_create ();
     struct tier_policy_set *out = tier_policy_set_create ();
     struct tier_policy_conf_roots rb;
-    struct store_job job;
     json_t *errors = json_array ();
-    char *found = NULL;
     tier_error_t e;
-    int kind = POLMSG_NONE;
 
     if (!all || !out || !errors)
         goto error;
-    memset (&job, 0, sizeof (job));
-    job.ngroups = -1; /* not known (OWN needs none) */
-    job.uid = uid;
-    job.gid = gid;
-    (void) snprintf (job.user, sizeof (job.user), "%s", user);
     (void) tier_policy_load_site (all, a->conf->site_policy_dir, report_cb,
                                   errors);
-    if (a->conf->shared_state_dir[0])
-        kind = policy_freezer_read (a, &job, &found);
-    if (kind == POLMSG_USER
-        && tier_policy_parse (all, found, strlen (found), TIER_LAYER_USER,
+    if (kind == POLMSG_USER && text
+        && tier_policy_parse (all, text, strlen (text), TIER_LAYER_USER,
                               "user policies", &e)
                < 0)
-        tier_log (LOG_WARNING, "user policies of %s: %s", user, e.text);
+        tier_log (LOG_WARNING, "user policies of %s (uid %d): %s", user,
+                  (int) uid, e.text);
     tier_policy_roots_from_conf (a->conf, user, &rb);
     if (tier_policy_freeze (all, &rb.roots, out, NULL, &e) < 0)
         goto error;
-    free (found);
     json_decref (errors);
     tier_policy_set_destroy (all);
     return out;
 error:
-    free (found);
     json_decref (errors);
     tier_policy_set_destroy (all);
     tier_policy_set_destroy (out);

@@ -79,9 +79,12 @@ int policy_job_inputs (struct agent *a, const struct store_job *job,
                        char *out, size_t size);
 
 /* The set a user's next job would freeze, without the job layer (for
- * requests from outside a job).  NULL on failure.
+ * requests from outside a job), from the user policies the freezer read
+ * (kind a POLMSG_* of policy_msg.h, text its text or NULL).  NULL on
+ * failure.
  */
 struct tier_policy_set *policy_user_set (struct agent *a, uid_t uid,
-                                         gid_t gid, const char *user);
+                                         const char *user, int kind,
+                                         const char *text);
 
 #endif /* !TIER_AGENT_POLICY_H */

@@ -4,7 +4,7 @@
  *
  * File work in the user's directory in SharedStateDir (its policies, the
  * job's frozen set in TIER_STATE_JOBS/JOB.RESTART/policy.json) runs in a
- * child started with agent/child.h's child_call, with the user's own
+ * child started with agent/child.h's child_ask, with the user's own
  * credentials (TIER_CRED_OWN: the primary group only, as the files are
  * the user's own, 0700) -- never as root against user paths, so that a
  * GFS that squashes root works -- every component opened beneath
@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -259,10 +258,10 @@ static void freezer_spec (const struct freezer *f, struct tier_cred *cred,
                      "tierd-freeze job %u %s", job->job_id, job->user);
 }
 
-/* Why the freezer gave no answer (errno as child_call or child_ask
- * leave it), in *out. */
+/* Why the freezer gave no answer (errno as child_ask leaves it), in
+ * *out. */
 static int no_answer (const char *root, uint32_t job_id, const char *user,
-                      int status, const tier_error_t *e, char **out)
+                      const tier_error_t *e, char **out)
 {
     char shown[PATH_MAX];
 
@@ -273,34 +272,9 @@ static int no_answer (const char *root, uint32_t job_id, const char *user,
                   shown, FREEZER_TIMEOUT_MS / 1000);
         *out = strdup ("the shared state directory did not answer in time");
     }
-    else if (errno == ENODATA && WIFEXITED (status)
-             && WEXITSTATUS (status) == CHILD_EXIT_SETUP)
-        *out = strdup ("cannot take the user's credentials");
-    else if (errno != ENODATA)
-        *out = strdup (e->text);
+    else
+        *out = strdup (e->text[0] ? e->text : "the freezer failed");
     return POLMSG_ERROR;
-}
-
-static int as_user (struct agent *a, const struct freezer *f, char **out)
-{
-    struct tier_cred cred;
-    struct child_spec spec;
-    int type, kind, status = 0, fds[1] = { -1 }, nfds = 0;
-    json_t *body = NULL;
-    tier_error_t e;
-
-    *out = NULL;
-    freezer_spec (f, &cred, &spec);
-    if (child_call (a, &spec, FREEZER_TIMEOUT_MS, &type, &body, fds, &nfds, 1,
-                    &status, &e)
-        < 0)
-        return no_answer (f->root, f->job->job_id, f->job->user, status, &e,
-                          out);
-    kind = answer (type, body, nfds > 0 ? fds[0] : -1, out);
-    if (nfds > 0)
-        close (fds[0]);
-    json_decref (body);
-    return kind;
 }
 
 /* A freezer started with child_ask: who hears its answer. */
@@ -321,7 +295,7 @@ static void on_answer (struct agent *a, int rc, int type, json_t *body, int fd,
 
     if (rc) {
         errno = rc;
-        kind = no_answer (k->root, k->job_id, k->user, 0, e, &out);
+        kind = no_answer (k->root, k->job_id, k->user, e, &out);
     }
     else
         kind = answer (type, body, fd, &out);
@@ -350,30 +324,6 @@ static void as_user_start (struct agent *a, const struct freezer *f,
     (void) snprintf (k->user, sizeof (k->user), "%s", f->job->user);
     freezer_spec (f, &cred, &spec);
     child_ask (a, &spec, FREEZER_TIMEOUT_MS, on_answer, k);
-}
-
-int policy_freezer_read (struct agent *a, const struct store_job *job,
-                         char **out)
-{
-    struct freezer f = { .root = a->conf->shared_state_dir, .job = job };
-
-    return as_user (a, &f, out);
-}
-
-int policy_freezer_write (struct agent *a, const struct store_job *job,
-                          const char *text, char **out)
-{
-    struct freezer f = {
-        .root = a->conf->shared_state_dir,
-        .job = job,
-        .text = text,
-    };
-
-    if (sweep_due (job->uid))
-        f.keep = a->conf->stats_retention > FROZEN_KEEP_MIN
-                     ? (time_t) a->conf->stats_retention
-                     : FROZEN_KEEP_MIN;
-    return as_user (a, &f, out);
 }
 
 void policy_freezer_read_start (struct agent *a, const struct store_job *job,

@@ -76,6 +76,7 @@
 #include "lib/trust.h"
 #include "peer.h"
 #include "policy.h"
+#include "policy_msg.h"
 #include "replica.h"
 
 /* ------------------------------------------------------- directories */
@@ -635,13 +636,12 @@ json_t *op_replica_report (struct agent *a, struct conn *c, json_t *req,
 
 int replica_caller_policy (struct agent *a, struct conn *c, const char *path,
                            struct store_job *job, bool *in_job,
-                           struct tier_policy *pol)
+                           struct tier_policy *pol, tier_error_t *error)
 {
-    struct passwd pwd, *pw = NULL;
+    const struct user_pols *up = c->upol;
     struct tier_policy_set *set;
     struct tier_policy_match m;
     struct peer_job pj;
-    char buf[4096];
     tier_error_t e;
 
     memset (pol, 0, sizeof (*pol));
@@ -650,10 +650,19 @@ int replica_caller_policy (struct agent *a, struct conn *c, const char *path,
             pol->role = TIER_POLICY_NONE;
         return 0;
     }
-    if (getpwuid_r (c->cred.uid, &pwd, buf, sizeof (buf), &pw) || !pw
-        || !(set = policy_user_set (a, c->cred.uid, pw->pw_gid, pw->pw_name))) {
+    if (!up || up->kind == POLMSG_ERROR) {
         errno = EIO;
-        return -1;
+        return tier_errprintf (error,
+                               "cannot read the policies of uid %u: "
+                               "%s",
+                               (unsigned) c->cred.uid,
+                               up && up->text ? up->text : "not read");
+    }
+    if (!(set = policy_user_set (a, c->cred.uid, up->user, up->kind,
+                                 up->text))) {
+        errno = EIO;
+        return tier_errprintf (error, "cannot load the policies of uid %u",
+                               (unsigned) c->cred.uid);
     }
     if (tier_policy_resolve (set, path, &m) == 0 && m.policy) {
         *pol = *m.policy;
@@ -676,9 +685,11 @@ json_t *op_replica_prefetch (struct agent *a, struct conn *c, json_t *req,
     struct replica_req rq;
     char path[PATH_MAX], what[160];
     bool in_job;
-    int fd = take_fd (c, "replica.prefetch", error);
+    int fd;
 
-    if (fd < 0)
+    if (!c->upol) /* first the caller's policies, off the loop */
+        return userpol_call (a, c, op_replica_prefetch, req, error);
+    if ((fd = take_fd (c, "replica.prefetch", error)) < 0)
         return NULL;
     memset (&rq, 0, sizeof (rq));
     if (get_path (req, path, sizeof (path), error) < 0
@@ -696,10 +707,8 @@ json_t *op_replica_prefetch (struct agent *a, struct conn *c, json_t *req,
                         r ? r->why : "no BBDir");
         return NULL;
     }
-    if (replica_caller_policy (a, c, path, &job, &in_job, &pol) < 0) {
+    if (replica_caller_policy (a, c, path, &job, &in_job, &pol, error) < 0) {
         close (fd);
-        tier_errprintf (error, "cannot read the policies of uid %u",
-                        (unsigned) c->cred.uid);
         return NULL;
     }
     if (!under_allowed (a, path) || pol.role != TIER_POLICY_BATCH) {

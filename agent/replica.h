@@ -160,11 +160,12 @@ void replica_count_hit (struct agent *a, const struct store_job *job,
                         uint64_t size);
 /* The caller's policy of path: by its job's frozen set when it runs in
  * one (*in_job, *job), else by the site and user layers its next job
- * would follow (role TIER_POLICY_NONE where none applies).  -1 with errno
- * EIO if the user's policies cannot be read. */
+ * would follow (role TIER_POLICY_NONE where none applies), as read for
+ * the request (c->upol: run it with userpol_call).  -1 with errno EIO if
+ * the user's policies could not be read. */
 struct tier_policy;
 int replica_caller_policy (struct agent *a, struct conn *c, const char *path,
                            struct store_job *job, bool *in_job,
-                           struct tier_policy *pol);
+                           struct tier_policy *pol, tier_error_t *error);
 
 #endif /* !TIER_AGENT_REPLICA_H */

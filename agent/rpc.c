@@ -34,9 +34,6 @@
 #define JOB_ID_MAX 0xfffffff0U
 #define TIER_OPT_LIST_MAX 16384 /* as the plugin's option values */
 
-typedef json_t *(*rpc_f) (struct agent *a, struct conn *c, json_t *req,
-                          tier_error_t *error);
-
 struct rpc_op {
     const char *name;
     rpc_f fn;

@@ -184,6 +184,8 @@ static void conn_close (struct agent *a, struct conn *c)
         mirror_conn_gone (a, c);
     if (c->waiting)
         rpc_conn_gone (a, c);
+    if (c->waiting)
+        userpol_conn_gone (a, c);
     if (c->fd >= 0) {
         (void) epoll_ctl (a->epfd, EPOLL_CTL_DEL, c->fd, NULL);
         close (c->fd);

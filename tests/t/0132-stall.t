@@ -295,5 +295,40 @@ test_expect_success 'a job start whose mirror walk hangs: the agent answers mean
     wait_for 30 no_procs n3 tierd-walk && wait_for 30 no_procs n3 tierd-binds
 '
 
+# tierctl prefetch from outside a job follows the caller's own policies,
+# which the policy freezer reads as the user from SharedStateDir on the
+# GFS: here bob's never answer.  The read runs off the agent's loop:
+# pings with a 2 s AgentTimeout all answer, alice's prefetch meanwhile is
+# made, and bob's fails once the freezer's 5 s are up, saying why.  While
+# four of his reads hang, a fifth is refused at once.
+BPOL=.tier/users/bob/policies.json
+as_user alice mkdir -p "$H/pdb" && mkfile alice $HB/pdb/p1 4096
+bob_prefetch () { (cd $BH && as_user bob $TIERCTL -N n2 prefetch $BH/mdb/m1) >$TRASH/bp.$1 2>&1; }
+four_hung () { test "$(gfsemu_value "$GFS" fault.hung)" -ge 4; }
+test_expect_success 'a prefetch whose user policies hang: the agent answers, another user is served, it fails saying why' '
+    (cd $H && as_user alice $TIERCTL set policy $H/pdb batch) &&
+    gfsemu_fault "$GFS" "$BPOL:open:hang" &&
+    { bob_prefetch 1 & } && bp=$! &&
+    wait_for 30 gfsemu_hung "$GFS" && : >$TRASH/pping.us &&
+    (for i in 1 2 3; do
+        t0=$(date +%s%N) &&
+        $CLUSTER/lib/tierctl -c $TRASH/ping.conf -N n2 ping >/dev/null || { echo "ping $i failed"; exit 1; }
+        echo $(( ($(date +%s%N) - t0) / 1000 )) >>$TRASH/pping.us && sleep 1
+    done) &&
+    echo "pings during the hung policy read (us): $(tr "\n" " " <$TRASH/pping.us)" &&
+    (cd $H && as_user alice $TIERCTL -c $TRASH/ping.conf -N n2 prefetch $H/pdb/p1) &&
+    { wait $bp; rc=$?; } && cat $TRASH/bp.1 && test $rc != 0 &&
+    grep -q "cannot read the policies of uid $(id -u bob): the shared state directory did not answer in time" $TRASH/bp.1
+'
+test_expect_success 'four of bob'"'"'s policy reads hang: a fifth is refused at once; all end when the hang does' '
+    for i in 2 3 4 5; do { bob_prefetch $i & }; done &&
+    wait_for 30 four_hung &&
+    ! bob_prefetch 6 && cat $TRASH/bp.6 &&
+    grep -q "4 requests of uid $(id -u bob) wait for its policies already" $TRASH/bp.6 &&
+    wait && gfsemu_fault_clear "$GFS" && wait_for 10 gfsemu_unhung "$GFS" &&
+    wait_for 30 no_procs n2 tierd-freeze &&
+    (cd $BH && as_user bob $TIERCTL -N n2 prefetch $BH/mdb/m1)
+'
+
 test_expect_success 'no node was drained' 'no_drain'
 test_done
