@@ -87,11 +87,6 @@ struct agent {
     struct streams *streams;    /* the node's GFS streams (streams.c) */
 };
 
-/* Wait up to timeout_ms for the child pid: 0 with *status, or -1 (errno
- * ETIMEDOUT: the child is killed, and reaped later with the others).  For
- * children that work on the GFS, which must not hold the agent's loop.
- */
-int agent_child_wait (pid_t pid, int *status, int timeout_ms);
 /* rpc.c: the uid of the configuration's SlurmUser, or (uid_t) -1 */
 uid_t agent_slurm_uid (const struct tier_conf *conf);
 

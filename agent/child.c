@@ -42,7 +42,6 @@ struct child {
     pid_t pid;
     int fd;                             /* the agent's end, or -1 */
     int slot;
-    bool sync;                          /* child_call's: not watched */
     bool want_out;
     int why;
     int pidfd; /* or -1 */
@@ -227,8 +226,7 @@ static void channel_close (struct child *c)
 {
     if (c->fd < 0)
         return;
-    if (!c->sync)
-        (void) epoll_ctl (c->a->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    (void) epoll_ctl (c->a->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close (c->fd);
     c->fd = -1;
     tier_msgreader_fini (&c->rd);
@@ -424,7 +422,7 @@ void child_event (struct agent *a, int slot, uint32_t events)
     struct child *c;
 
     (void) a;
-    if (slot < 0 || slot >= CHILD_MAX || !(c = slots[slot]) || c->sync)
+    if (slot < 0 || slot >= CHILD_MAX || !(c = slots[slot]))
         return;
     if ((events & EPOLLOUT) && c->fd >= 0) {
         int r = tier_msgwriter_flush (&c->wr, c->fd, NULL);
@@ -469,13 +467,11 @@ bool child_reaped (struct agent *a, pid_t pid, int status)
             c = slots[i];
     if (!c)
         return gone_reaped (pid, status);
-    if (!c->sync) {
-        /* what it sent before it exited comes first */
-        read_channel (c, true);
-        channel_close (c);
-        if (c->spec.on_done)
-            c->spec.on_done (c->a, c, status, c->spec.owner);
-    }
+    /* what it sent before it exited comes first */
+    read_channel (c, true);
+    channel_close (c);
+    if (c->spec.on_done)
+        c->spec.on_done (c->a, c, status, c->spec.owner);
     child_free (c);
     return true;
 }
@@ -531,12 +527,10 @@ static void abandon (struct child *c, int64_t now)
               "abandoned, reaped whenever it ends",
               c->spec.name, (int) c->pid, (long long) (now - c->killed_ms));
     c->abandoned = true;
-    if (!c->sync) {
-        read_channel (c, false); /* what it sent before */
-        channel_close (c);
-        if (c->spec.on_done)
-            c->spec.on_done (c->a, c, SIGKILL, c->spec.owner);
-    }
+    read_channel (c, false); /* what it sent before */
+    channel_close (c);
+    if (c->spec.on_done)
+        c->spec.on_done (c->a, c, SIGKILL, c->spec.owner);
     gone_add (c, now);
     child_free (c);
 }
@@ -554,7 +548,7 @@ void child_tick (struct agent *a)
             abandon (c, now);
             continue;
         }
-        if (c->why || c->sync)
+        if (c->why)
             continue;
         if (c->spec.deadline_ms > 0
             && now - c->started_ms > c->spec.deadline_ms)
@@ -606,58 +600,6 @@ int child_send (struct child *c, int type, json_t *body, const int *fds,
     }
     watch_out (c, r == 0);
     return 0;
-}
-
-int child_call (struct agent *a, const struct child_spec *spec,
-                int timeout_ms, int *type, json_t **body, int *fds,
-                int *nfds, int maxfds, int *status, tier_error_t *error)
-{
-    int64_t deadline = tier_now_ms () + timeout_ms;
-    struct child *c;
-    int rc, rerr, st = 0;
-
-    if (!(c = child_new (a, spec, error)))
-        return -1;
-    c->sync = true;
-    if (child_fork (a, c, error) < 0) {
-        free (c);
-        return -1;
-    }
-    rc = chmsg_recv (c->fd, spec->proto, type, body, fds, nfds, maxfds,
-                     timeout_ms, error);
-    rerr = rc < 0 ? errno : 0; /* what the calls below leave is not it */
-    channel_close (c);
-    if (rc < 0 && rerr == ETIMEDOUT) {
-        kill_for (c, ETIMEDOUT); /* reaped with the others */
-        errno = ETIMEDOUT;
-        return tier_errprintf (error, "%s did not answer within %d s",
-                               spec->name, timeout_ms / 1000);
-    }
-    if (agent_child_wait (c->pid, &st, (int) (deadline - tier_now_ms ())
-                          > 0 ? (int) (deadline - tier_now_ms ()) : 1) < 0) {
-        kill_for (c, ETIMEDOUT); /* reaped with the others */
-        errno = ETIMEDOUT;
-        if (rc == 0) {
-            json_decref (*body);
-            *body = NULL;
-            for (int i = 0; nfds && i < *nfds; i++)
-                close (fds[i]);
-            if (nfds)
-                *nfds = 0;
-        }
-        return tier_errprintf (error, "%s did not exit within %d s",
-                               spec->name, timeout_ms / 1000);
-    }
-    child_free (c);
-    if (status)
-        *status = st;
-    if (rc < 0 && (rerr == ECONNRESET || rerr == ENODATA)) {
-        errno = ENODATA;
-        return tier_errprintf (error, "%s exited without an answer (status "
-                               "%d)", spec->name, st);
-    }
-    errno = rerr;
-    return rc;
 }
 
 /* child_ask's: who hears the answer, once. */
@@ -772,38 +714,6 @@ int child_count (void)
 int child_abandoned_count (void)
 {
     return ngone;
-}
-
-int agent_child_wait (pid_t pid, int *status, int timeout_ms)
-{
-    int pfd = (int) syscall (SYS_pidfd_open, pid, 0);
-    int64_t deadline = tier_now_ms () + timeout_ms;
-    pid_t r;
-
-    for (;;) {
-        if ((r = waitpid (pid, status, WNOHANG)) == pid)
-            break;
-        if (r < 0 && errno != EINTR)
-            break;
-        if (r == 0) {
-            struct pollfd p = { .fd = pfd, .events = POLLIN };
-            int64_t left = deadline - tier_now_ms ();
-            if (left <= 0) {
-                (void) kill (pid, SIGKILL);     /* reaped with the others */
-                if (pfd >= 0)
-                    close (pfd);
-                errno = ETIMEDOUT;
-                return -1;
-            }
-            if (pfd < 0)
-                (void) usleep (10000);
-            else
-                (void) poll (&p, 1, (int) left);
-        }
-    }
-    if (pfd >= 0)
-        close (pfd);
-    return r == pid ? 0 : -1;
 }
 
 int child_daemonize (void)

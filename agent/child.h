@@ -122,17 +122,6 @@ pid_t child_spawn (const struct child_spec *spec, int *chan,
 struct child *child_start (struct agent *a, const struct child_spec *spec,
                            tier_error_t *error);
 
-/* In the agent: spawn, wait (poll, at most timeout_ms in all) for the
- * child's first message and for its exit, and return that message.  For
- * short children whose answer the caller needs before it goes on (the
- * policy freezer, the mirror walker).  On a timeout the child is killed
- * (ETIMEDOUT) and reaped later; if it exits without a message, ENODATA
- * with *status set.  fds as in chmsg_recv.
- */
-int child_call (struct agent *a, const struct child_spec *spec,
-                int timeout_ms, int *type, json_t **body, int *fds,
-                int *nfds, int maxfds, int *status, tier_error_t *error);
-
 /* In the agent: the answer of a child_ask'd child.  rc 0: its first
  * message (type, body and fd, -1 if none, are the callee's); else none
  * came: rc is ETIMEDOUT, ECANCELED (stopped), ENODATA (it exited) or
@@ -140,8 +129,10 @@ int child_call (struct agent *a, const struct child_spec *spec,
 typedef void (*child_answer_f) (struct agent *a, int rc, int type, json_t *body,
                                 int fd, const tier_error_t *error, void *arg);
 
-/* In the agent: child_call without the wait -- start the child (killed
- * after timeout_ms) and hand its first message to done, from the loop.
+/* In the agent: start the child (killed after timeout_ms) and hand its
+ * first message to done, from the loop -- for short children whose
+ * answer the caller needs (the policy freezer, the mirror checker); the
+ * loop never waits for one.
  * done is called exactly once: if the child cannot start, before this
  * returns.  spec's on_msg, on_done, owner and deadline_ms are child.c's.
  */

@@ -797,11 +797,52 @@ static void drop_cache (struct agent *a, const struct store_job *job)
     close (fd);
 }
 
-/* The mount point remover, with the job's credentials: how many of made
- * it removed, or -1. */
-static int unmake (struct agent *a, const struct store_job *job, json_t *made)
+/* The remover's answer, logged: how many of the n empty files it
+ * removed. */
+struct unmaking {
+    uint32_t job_id;
+    size_t n;
+};
+
+static void on_unmade (struct agent *a, int rc, int type, json_t *body, int fd,
+                       const tier_error_t *e, void *arg)
 {
-    struct stage_unmake u = { .conf = a->conf, .job = job, .made = made };
+    struct unmaking *k = arg;
+    struct stagemsg m;
+    tier_error_t error;
+
+    (void) a;
+    if (fd >= 0)
+        close (fd);
+    if (rc || stagemsg_unpack (type, body, &m, &error) < 0)
+        tier_log (LOG_WARNING,
+                  "job %u: the empty files made as mount points for URL "
+                  "inputs could not be removed: %s",
+                  k->job_id, rc ? e->text : error.text);
+    else if ((size_t) m.removed < k->n)
+        tier_log (LOG_INFO,
+                  "job %u: %zu of the empty file(s) made as mount "
+                  "points for URL inputs kept (used by another job, changed "
+                  "or gone)",
+                  k->job_id, k->n - (size_t) m.removed);
+    else
+        tier_log (LOG_INFO,
+                  "job %u: removed the %d empty file(s) made as "
+                  "mount points for URL inputs",
+                  k->job_id, m.removed);
+    json_decref (body);
+    free (k);
+}
+
+/* The empty files made as mount points for URL inputs go at job end:
+ * the remover runs with the job's credentials, off the loop (the user's
+ * directories on the GFS may not answer), and its answer is logged. */
+static void drop_made (struct agent *a, const struct store_job *job,
+                       int part)
+{
+    static char buf[STAGE_ITEMS_MAX * (PATH_MAX + 96)];
+    char path[PATH_MAX], name[TIER_NS_NAME_MAX];
+    struct stage_unmake u = { .conf = a->conf, .job = job };
     struct child_spec spec = {
         .name = "tierd-unmake",
         .mode = TIER_CRED_DATA,
@@ -809,43 +850,10 @@ static int unmake (struct agent *a, const struct store_job *job, json_t *made)
         .main = stage_unmake_main,
         .arg = &u,
     };
+    struct unmaking *k = NULL;
     struct tier_cred cred;
-    struct stagemsg m;
-    tier_error_t error;
-    json_t *body;
-    int type, rc;
-
-    if (jobs_cred (job, &cred) < 0)
-        return -1;
-    spec.cred = &cred;
-    (void) snprintf (spec.title, sizeof (spec.title),
-                     "tierd-unmake job %u "
-                     "%s",
-                     job->job_id, job->user);
-    if (child_call (a, &spec, UNMAKE_TIMEOUT_MS, &type, &body, NULL, NULL, 0,
-                    NULL, &error)
-        < 0) {
-        tier_log (LOG_WARNING, "job %u: %s", job->job_id, error.text);
-        return -1;
-    }
-    rc = stagemsg_unpack (type, body, &m, &error);
-    json_decref (body);
-    if (rc < 0) {
-        tier_log (LOG_WARNING, "job %u: %s", job->job_id, error.text);
-        return -1;
-    }
-    return m.removed;
-}
-
-/* The empty files made as mount points for URL inputs go at job end. */
-static void drop_made (struct agent *a, const struct store_job *job,
-                       int part)
-{
-    static char buf[STAGE_ITEMS_MAX * (PATH_MAX + 96)];
-    char path[PATH_MAX], name[TIER_NS_NAME_MAX];
     json_error_t jerr;
     json_t *made;
-    int n;
 
     tier_ns_part_name (part, TIER_NS_STAGE_MADE, name, sizeof (name));
     if (tier_ns_read (a->conf->namespace_dir, job->job_id, name, buf,
@@ -854,20 +862,20 @@ static void drop_made (struct agent *a, const struct store_job *job,
     if (!(made = json_loads (buf, 0, &jerr)) || !json_is_array (made)
         || json_array_size (made) == 0)
         goto out;
-    if ((n = unmake (a, job, made)) < 0)
-        tier_log (LOG_WARNING, "job %u: the empty files made as mount points "
-                  "for URL inputs could not be removed", job->job_id);
-    else if ((size_t) n < json_array_size (made))
-        tier_log (LOG_INFO,
-                  "job %u: %zu of the empty file(s) made as mount "
-                  "points for URL inputs kept (used by another job, changed "
-                  "or gone)",
-                  job->job_id, json_array_size (made) - (size_t) n);
-    else
-        tier_log (LOG_INFO,
-                  "job %u: removed the %d empty file(s) made as "
-                  "mount points for URL inputs",
-                  job->job_id, n);
+    if (jobs_cred (job, &cred) < 0 || !(k = calloc (1, sizeof (*k)))) {
+        tier_log (LOG_WARNING,
+                  "job %u: the empty files made as mount points "
+                  "for URL inputs could not be removed",
+                  job->job_id);
+        goto out;
+    }
+    k->job_id = job->job_id;
+    k->n = json_array_size (made);
+    u.made = made;
+    spec.cred = &cred;
+    (void) snprintf (spec.title, sizeof (spec.title), "tierd-unmake job %u %s",
+                     job->job_id, job->user);
+    child_ask (a, &spec, UNMAKE_TIMEOUT_MS, on_unmade, k);
 out:
     json_decref (made);
     (void) snprintf (path, sizeof (path), "%s/%u/%s",

@@ -5,7 +5,7 @@
  * parent-death signal, credentials), and the agent's side through a small
  * event loop of the test's own (messages in order and before on_done, the
  * deadline and the stall watchdog, abandoning a child that does not end
- * when killed), child_call and child_send
+ * when killed), child_ask and child_send
  *
  * No assertion bounds a wall-clock time: a child is killed or not, and
  * for a reason; every wait has a safety bound (SAFETY_MS) so that a broken
@@ -959,49 +959,97 @@ static void test_abandon_per_uid (void **state)
     agent_fini (&a);
 }
 
-/* -------------------------------------------------- child_call */
+/* -------------------------------------------------- child_ask */
 
-static void test_call_answer (void **state)
+struct heard {
+    bool done;
+    int n, rc, type, fd;
+    json_t *body;
+    char text[sizeof (((tier_error_t *) 0)->text)];
+};
+
+static void on_heard (struct agent *a, int rc, int type, json_t *body, int fd,
+                      const tier_error_t *e, void *arg)
 {
+    struct heard *h = arg;
+
+    (void) a;
+    h->done = true;
+    h->n++;
+    h->rc = rc;
+    h->type = type;
+    h->body = body;
+    h->fd = fd;
+    if (e)
+        (void) snprintf (h->text, sizeof (h->text), "%s", e->text);
+}
+
+/* The loop until h is answered. */
+static void run_ask (struct agent *a, struct heard *h)
+{
+    int64_t deadline = tier_now_ms () + SAFETY_MS;
+
+    while (!h->done) {
+        int status;
+        pid_t pid;
+
+        while ((pid = waitpid (-1, &status, WNOHANG)) > 0)
+            (void) child_reaped (a, pid, status);
+        if (h->done)
+            break;
+        child_tick (a);
+        assert_true (tier_now_ms () < deadline);
+        dispatch (a);
+    }
+}
+
+static void test_ask_answer (void **state)
+{
+    struct heard h = { .fd = -1 };
     struct agent a;
     struct child_spec s;
-    tier_error_t e;
-    json_t *body = NULL;
-    int fds[2] = { -1, -1 }, nfds = 0, type = 0, status = -1, twice = 1;
     struct stat st;
     char *text = NULL;
+    int twice = 1;
 
     (void) state;
     agent_init (&a);
     spec_init (&s, child_answer, &twice);
-    assert_int_equal (child_call (&a, &s, SAFETY_MS, &type, &body, fds, &nfds,
-                                  2, &status, &e),
-                      0);
-    assert_int_equal (type, TC_ANSWER);
-    assert_int_equal (json_integer_value (json_object_get (body, "x")), 42);
-    assert_string_equal (json_string_value (json_object_get (body, "s")), "hi");
-    assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
-    assert_int_equal (nfds, 1);
-    assert_int_equal (fstat (fds[0], &st), 0);
-    assert_int_equal (chmsg_text_read (fds[0], (uint64_t) st.st_size, 64,
-                                       &text),
+    child_ask (&a, &s, SAFETY_MS, on_heard, &h);
+    assert_false (h.done); /* from the loop, not at once */
+    run_ask (&a, &h);
+    assert_int_equal (h.rc, 0);
+    assert_int_equal (h.type, TC_ANSWER);
+    assert_int_equal (json_integer_value (json_object_get (h.body, "x")), 42);
+    assert_string_equal (json_string_value (json_object_get (h.body, "s")),
+                         "hi");
+    assert_true (h.fd >= 0);
+    assert_int_equal (fstat (h.fd, &st), 0);
+    assert_int_equal (chmsg_text_read (h.fd, (uint64_t) st.st_size, 64, &text),
                       0);
     assert_string_equal (text, "payload");
     free (text);
-    close (fds[0]);
-    json_decref (body);
+    close (h.fd);
+    json_decref (h.body);
+    /* its second message is nobody's; it is reaped, and done not called
+     * again */
+    while (child_count () > 0) {
+        int status;
+        pid_t pid = waitpid (-1, &status, 0);
+        assert_true (pid > 0);
+        (void) child_reaped (&a, pid, status);
+    }
+    assert_int_equal (h.n, 1);
     agent_fini (&a);
 }
 
-static void test_call_timeout (void **state)
+static void test_ask_timeout (void **state)
 {
+    struct heard h = { .fd = -1 };
     struct agent a;
     struct child_spec s;
-    tier_error_t e;
-    json_t *body = NULL;
-    int p[2], type, status = -1;
-    int64_t deadline;
-    pid_t pid = -1, r = 0;
+    int p[2];
+    pid_t pid = -1;
 
     (void) state;
     agent_init (&a);
@@ -1009,49 +1057,68 @@ static void test_call_timeout (void **state)
     spec_init (&s, child_pid_then_sleep, &p[1]);
     s.keep[0] = p[1];
     s.nkeep = 1;
-    errno = 0;
-    assert_int_equal (child_call (&a, &s, 200, &type, &body, NULL, NULL, 0,
-                                  &status, &e),
-                      -1);
-    assert_int_equal (errno, ETIMEDOUT);
-    assert_null (body);
+    child_ask (&a, &s, 200, on_heard, &h);
     assert_int_equal (read (p[0], &pid, sizeof (pid)), (ssize_t) sizeof (pid));
     close (p[0]);
     close (p[1]);
-    /* killed, and reaped with the others */
-    deadline = tier_now_ms () + SAFETY_MS;
-    while ((r = waitpid (pid, &status, WNOHANG)) == 0
-           && tier_now_ms () < deadline)
-        (void) usleep (10000);
-    if (r != pid) {
-        (void) kill (pid, SIGKILL);
-        (void) waitpid (pid, &status, 0);
-        fail_msg ("child_call left the child %d running", (int) pid);
-    }
-    assert_true (killed_by_sigkill (status));
-    assert_int_equal (child_count (), 1);
-    assert_true (child_reaped (&a, pid, status));
+    run_ask (&a, &h);
+    assert_int_equal (h.rc, ETIMEDOUT);
+    assert_null (h.body);
+    assert_non_null (strstr (h.text, "did not answer within"));
+    /* killed and reaped before done heard of it */
+    assert_int_equal (child_count (), 0);
+    errno = 0;
+    assert_int_equal (kill (pid, 0), -1);
+    assert_int_equal (errno, ESRCH);
     agent_fini (&a);
 }
 
-static void test_call_no_answer (void **state)
+static void test_ask_no_answer (void **state)
 {
+    struct heard h = { .fd = -1 };
     struct agent a;
     struct child_spec s;
-    tier_error_t e;
-    json_t *body = NULL;
-    int type, status = -1;
 
     (void) state;
     agent_init (&a);
     spec_init (&s, child_exit3, NULL);
-    errno = 0;
-    assert_int_equal (child_call (&a, &s, SAFETY_MS, &type, &body, NULL, NULL,
-                                  0, &status, &e),
-                      -1);
-    assert_int_equal (errno, ENODATA);
-    assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 3);
-    assert_null (body);
+    child_ask (&a, &s, SAFETY_MS, on_heard, &h);
+    run_ask (&a, &h);
+    assert_int_equal (h.rc, ENODATA);
+    assert_null (h.body);
+    assert_non_null (strstr (h.text, "exited without an answer (status"));
+    assert_int_equal (h.n, 1);
+    agent_fini (&a);
+}
+
+/* One that cannot start: done hears why before child_ask returns. */
+static void test_ask_refused (void **state)
+{
+    static struct rec r[CHILD_ABANDONED_MAX];
+    pid_t pids[CHILD_ABANDONED_MAX];
+    struct heard h = { .fd = -1 };
+    struct agent a;
+    struct child_spec s;
+    int status;
+
+    (void) state;
+    agent_init (&a);
+    for (int i = 0; i < CHILD_ABANDONED_MAX; i++) {
+        spec_init (&s, child_sleep, NULL);
+        s.stall_ms = 100;
+        pids[i] = child_pid (start (&a, &s, &r[i]));
+    }
+    run_unreaped (&a, r, CHILD_ABANDONED_MAX);
+    spec_init (&s, child_exit3, NULL);
+    child_ask (&a, &s, SAFETY_MS, on_heard, &h);
+    assert_true (h.done);
+    assert_int_equal (h.rc, EAGAIN);
+    assert_non_null (strstr (h.text, "stuck"));
+    for (int i = 0; i < CHILD_ABANDONED_MAX; i++) {
+        assert_int_equal (waitpid (pids[i], &status, 0), pids[i]);
+        assert_true (child_reaped (&a, pids[i], status));
+        rec_fini (&r[i]);
+    }
     agent_fini (&a);
 }
 
@@ -1209,9 +1276,10 @@ int main (int argc, char **argv)
         cmocka_unit_test (test_start_abandon),
         cmocka_unit_test (test_abandon_bounded),
         cmocka_unit_test (test_abandon_per_uid),
-        cmocka_unit_test (test_call_answer),
-        cmocka_unit_test (test_call_timeout),
-        cmocka_unit_test (test_call_no_answer),
+        cmocka_unit_test (test_ask_answer),
+        cmocka_unit_test (test_ask_timeout),
+        cmocka_unit_test (test_ask_no_answer),
+        cmocka_unit_test (test_ask_refused),
         cmocka_unit_test (test_send_echo),
         cmocka_unit_test (test_send_large),
         cmocka_unit_test (test_send_refused),

@@ -125,7 +125,7 @@ static void test_mistyped (void **state)
     }
 }
 
-/* The freezer's answer, as the agent's child_call gets it. */
+/* The freezer's answer, as the agent's child_ask gets it. */
 static void recv_answer (int fd, struct polmsg *m, char **text)
 {
     tier_error_t e;
