@@ -408,6 +408,81 @@ void server_conn_close (struct agent *a, struct conn *c)
     conn_close (a, c);
 }
 
+/* The user who holds the most of the pool's connections (not root's,
+ * SlurmUser's or those closing), and how many. */
+static int conn_heaviest (struct agent *a, uid_t *top)
+{
+    static struct {
+        uid_t uid;
+        int n;
+    } t[2 * AGENT_CONNS_MAX];
+    int max = 0;
+
+    memset (t, 0, sizeof (t));
+    for (struct conn *c = a->conns; c; c = c->next) {
+        size_t i = c->cred.uid % (2 * AGENT_CONNS_MAX);
+        if (c->closing || agent_privileged (a, c->cred.uid))
+            continue;
+        while (t[i].n && t[i].uid != c->cred.uid)
+            i = (i + 1) % (2 * AGENT_CONNS_MAX);
+        t[i].uid = c->cred.uid;
+        if (++t[i].n > max) {
+            max = t[i].n;
+            *top = c->cred.uid;
+        }
+    }
+    return max;
+}
+
+/* The user pool is full and uid holds mine of it: make room by closing
+ * the idlest connection of the user who holds the most -- one that sent
+ * nothing yet, else the one idle the longest, never one with a request
+ * under way -- if that user holds at least two more than uid.  So users
+ * who hold many connections share the pool with one who comes, and
+ * nobody fills it for the others.  True if one was closed. */
+static bool conn_make_room (struct agent *a, uid_t uid, int mine)
+{
+    static int64_t last_ms;
+    static unsigned long quiet;
+    struct conn *v = NULL;
+    uid_t top = 0;
+    int max = conn_heaviest (a, &top);
+    int64_t now = tier_now_ms ();
+    tier_error_t error;
+
+    if (max < mine + 2 || top == uid)
+        return false;
+    for (struct conn *c = a->conns; c; c = c->next)
+        if (c->cred.uid == top && !c->closing && !c->waiting && !c->partial_ms
+            && tier_msgwriter_bytes (&c->wr) == 0
+            && (!v || (v->spoke && !c->spoke)
+                || (v->spoke == c->spoke && c->last_ms < v->last_ms)))
+            v = c;
+    if (!v)
+        return false;
+    if (now - last_ms >= 1000) {
+        tier_log (LOG_WARNING,
+                  "closed a connection of uid %d (%d of the user "
+                  "connections) to make room for uid %d (%lu more since the "
+                  "last message)",
+                  (int) top, max, (int) uid, quiet);
+        last_ms = now;
+        quiet = 0;
+    }
+    else
+        quiet++;
+    conn_reply (a, v, 0,
+                rpc_error_body (EAGAIN,
+                                "closed to make room for "
+                                "another user: uid %d holds %d of "
+                                "the user connections to tierd on "
+                                "node %s",
+                                (int) top, max, a->node));
+    (void) tier_msgwriter_flush (&v->wr, v->fd, &error);
+    conn_close (a, v);
+    return true;
+}
+
 /* Whether a client of uid may have one more connection; if not, why. */
 static bool conn_admit (struct agent *a, uid_t uid, char *why, size_t size)
 {
@@ -432,7 +507,8 @@ static bool conn_admit (struct agent *a, uid_t uid, char *why, size_t size)
                          a->node);
         return false;
     }
-    if (users >= AGENT_CONNS_MAX - AGENT_CONNS_RESERVED) {
+    if (users >= AGENT_CONNS_MAX - AGENT_CONNS_RESERVED
+        && !conn_make_room (a, uid, mine)) {
         (void) snprintf (why, size, "tierd on node %s serves %d user "
                          "connections already (the rest are kept for root "
                          "and SlurmUser)", a->node, users);

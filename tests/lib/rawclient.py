@@ -148,6 +148,8 @@ def close_reason(data):
     body = data[HDR.size:].decode("utf-8", "replace")
     if "ClientsPerUser" in body:
         return "per-user-cap"
+    if "to make room for another user" in body:
+        return "room-for-others"
     if "kept for root and SlurmUser" in body:
         return "user-pool"
     if "no whole request" in body:

@@ -332,21 +332,30 @@ test_expect_success 'the agent closes bob'"'"'s silent connections itself' '
     ! grep -q "^reason other" "$TRASH/hold.out" &&
     $TIERCTL -N n3 ping
 '
-test_expect_success 'with ClientsPerUser above the pool, root keeps its reserved slots' '
+alice_pings () {
+    for _i in $(seq $1); do as_user alice $TIERCTL -N n3 ping >/dev/null || return 1; done
+}
+# With ClientsPerUser above the pool bob can fill every user slot: a
+# user who comes then still gets one, from bob's idlest connection (he
+# holds the most), and alice's job runs tiered on root's reserved slots.
+test_expect_success 'bob fills the whole user pool: alice still connects, one of bob'"'"'s makes room' '
     cp "$CLUSTER/etc/tier.conf" "$TRASH/tier.conf.n3" &&
     echo "ClientsPerUser = 1024" >>"$CLUSTER/etc/tier.conf" &&
     n=$(n3_reloads) && kill -HUP $(agent_pid n3) &&
     wait_for 10 n3_reloaded_past $n &&
     hold_start bob 600 &&
-    wait_for 30 refused alice "serves 448 user connections already (the rest are kept for root and SlurmUser)" &&
-    cat "$TRASH/refused" &&
+    wait_for 30 grep -q "refused: tierd on node n3 serves 448 user connections already" \
+        "$CLUSTER/log/tierd-n3.log" &&
+    alice_pings 5 &&
     id=$(sbatch_wait alice -w n3 --tier-cache=auto -o dos2.out -e dos2.err \
          --wrap "$view") &&
     cat "$GFS/home/alice/dos2.out" "$GFS/home/alice/dos2.err" &&
     grep -q "TIER $id $id $(sock n3)" "$GFS/home/alice/dos2.out" &&
-    $TIERCTL -N n3 ping &&
+    as_user alice $TIERCTL -N n3 ping &&
+    grep "to make room for uid $(id -u alice)" "$CLUSTER/log/tierd-n3.log" | tail -1 &&
     hold_stop &&
     grep -q "^reason user-pool: [1-9]" "$TRASH/hold.out" &&
+    grep -q "^reason room-for-others: [1-9]" "$TRASH/hold.out" &&
     cp "$TRASH/tier.conf.n3" "$CLUSTER/etc/tier.conf" &&
     n=$(n3_reloads) && kill -HUP $(agent_pid n3) &&
     wait_for 10 n3_reloaded_past $n
