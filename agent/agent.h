@@ -30,6 +30,7 @@
 #define AGENT_FLUSH_MS 2000            /* counters reach LMDB this often */
 #define AGENT_RECLAIM_MS 5000          /* retry deferred job teardowns */
 #define AGENT_WQUEUE_MAX (256 * 1024)  /* replies queued: stop reading */
+#define AGENT_CONN_WAITING_MAX 16      /* deferred requests: stop reading */
 /* epoll tags of the GFS streams' worker channels (streams.c): far below
  * any connection's address, which is the tag of a connection */
 #define AGENT_EV_STREAM0 (1u << 20)

@@ -687,6 +687,11 @@ json_t *op_replica_prefetch (struct agent *a, struct conn *c, json_t *req,
     bool in_job;
     int fd;
 
+    if (c->req_nfds != 1 || c->req_fds[0] < 0) {
+        errno = EINVAL;
+        tier_errprintf (error, "replica.prefetch needs one descriptor");
+        return NULL;
+    }
     if (!c->upol) /* first the caller's policies, off the loop */
         return userpol_call (a, c, op_replica_prefetch, req, error);
     if ((fd = take_fd (c, "replica.prefetch", error)) < 0)

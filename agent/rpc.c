@@ -925,9 +925,17 @@ static json_t *op_status (struct agent *a, struct conn *c, json_t *req,
     json_t *streams = streams_status_json (a, c->cred.uid);
 
     int closing_users, closing = rxfd_closing (&closing_users);
+    int waiting = 0, mine = 0;
 
+    /* requests the agent holds for an answer (a fetch, a migration, a
+     * child): the node's, and the caller's own */
+    for (struct conn *x = a->conns; x; x = x->next) {
+        waiting += x->waiting;
+        if (x->cred.uid == c->cred.uid)
+            mine += x->waiting;
+    }
     return json_pack ("{s:s s:s s:i s:I s:b s:o s:{s:i s:i} s:o s:o s:o "
-                      "s:{s:i s:i}}",
+                      "s:{s:i s:i} s:{s:i s:i s:i}}",
                       "version", PACKAGE_VERSION, "node", a->node, "pid",
                       (int) getpid (), "uptime",
                       (json_int_t) ((tier_now_ms () - a->started_ms) / 1000),
@@ -937,7 +945,9 @@ static json_t *op_status (struct agent *a, struct conn *c, json_t *req,
                       reps ? reps : json_object (), "migrations",
                       migs ? migs : json_object (), "streams",
                       streams ? streams : json_object (), "closing",
-                      "descriptors", closing, "users", closing_users);
+                      "descriptors", closing, "users", closing_users, "clients",
+                      "connections", a->nconns, "waiting", waiting,
+                      "yours_waiting", mine);
 }
 
 static const struct rpc_op ops[] = {

@@ -8,7 +8,8 @@
  * is refused from its header, garbage gets an error reply, and the
  * connection is closed after it.  A client that sends requests without
  * reading the replies is not read from while AGENT_WQUEUE_MAX bytes of
- * replies wait for it.
+ * replies wait for it, nor while AGENT_CONN_WAITING_MAX of its requests
+ * wait for their answers.
  *
  * Connection slots are shared so that no user can take them all: each
  * user (but root and SlurmUser) may hold ClientsPerUser connections, all
@@ -218,9 +219,14 @@ void server_fini (struct agent *a)
         close (a->epfd);
 }
 
+/* Not read from while its replies wait unread, or while
+ * AGENT_CONN_WAITING_MAX of its requests wait for an answer (a fetch, a
+ * migration, a child): what one connection can make the agent hold is
+ * bounded, and the rest waits in the socket. */
 static bool conn_backlogged (struct conn *c)
 {
-    return tier_msgwriter_bytes (&c->wr) >= AGENT_WQUEUE_MAX;
+    return tier_msgwriter_bytes (&c->wr) >= AGENT_WQUEUE_MAX
+           || c->waiting >= AGENT_CONN_WAITING_MAX;
 }
 
 static void conn_want_write (struct agent *a, struct conn *c, bool on)

@@ -369,6 +369,20 @@ int cmd_status (struct ctl *ctl, int argc, char **argv)
     print_migrations (json_object_get (res, "migrations"));
     print_streams (json_object_get (res, "streams"));
     {
+        json_t *cl = json_object_get (res, "clients");
+        if (cl)
+            printf ("clients: %lld connections, %lld requests waiting for "
+                    "an answer (%lld yours)\n",
+                    (long long)
+                        json_integer_value (json_object_get (cl,
+                                                             "connections")),
+                    (long long)
+                        json_integer_value (json_object_get (cl, "waiting")),
+                    (long long)
+                        json_integer_value (json_object_get (cl,
+                                                             "yours_waiting")));
+    }
+    {
         /* clients' descriptors whose close has not returned (a file
          * system that does not answer: rxfd.c) */
         json_t *cl = json_object_get (res, "closing");

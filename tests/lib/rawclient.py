@@ -141,6 +141,27 @@ def flood(s, n, gofile):
     print("%d replies in order" % n)
 
 
+def pipeline(s, n, body):
+    """n requests of body sent at once on one connection (ids 1..n), then
+    every reply read: prints how many came, and how many were errors."""
+    body = body.encode()
+    s.settimeout(600)
+    s.sendall(b"".join(HDR.pack(MAGIC, 1, 1, i, len(body)) + body
+                       for i in range(1, n + 1)))
+    print("sent %d requests" % n, flush=True)
+    got, errors, ids = 0, 0, set()
+    while got < n:
+        r = read_reply(s)
+        if r is None:
+            sys.exit("closed after %d replies" % got)
+        got += 1
+        ids.add(r[2])
+        if '"errno"' in r[3]:
+            errors += 1
+            print("error: " + r[3][:200])
+    print("%d replies, %d errors, %d ids" % (got, errors, len(ids)))
+
+
 def close_reason(data):
     """What the agent said when it closed a connection (its error reply)."""
     if len(data) < HDR.size:
@@ -292,6 +313,9 @@ def main():
     s = connect(path)
     if what == "flood":
         flood(s, int(sys.argv[3]), sys.argv[4])
+        return
+    if what == "pipeline":
+        pipeline(s, int(sys.argv[3]), sys.argv[4])
         return
     t0 = time.monotonic()
     if what in ("request", "version"):

@@ -134,6 +134,33 @@ test_expect_success 'bob stops his stage-in copier holding the only GFS stream: 
     grep -q "tier: stage-in: its stager (pid [0-9]*) ended before the stage-in did (killed?); it starts again" $HB/sin.out
 '
 
+# M4: what one connection can make the agent hold.  bob pipelines 40
+# syncs of his job's outputs (tierctl wait's request) on one connection
+# while its 200 MiB output migrates (the GFS at 20 MiB/s): the agent
+# holds 16 at a time and reads the rest as those are answered; all 40
+# are answered once the output is on the GFS.
+RAW="python3 $TIER_SRCDIR/tests/lib/rawclient.py"
+as_user bob mkdir -p $HB/pout
+bob_waiting () {
+    (cd $HB && as_user bob $TIERCTL -N n2 --json status) |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["clients"]["yours_waiting"])'
+}
+held_16 () { test "$(bob_waiting | tee -a $TRASH/held)" = 16; }
+test_expect_success 'bob pipelines 40 syncs on one connection: the agent holds 16 at a time, answers all 40' '
+    bid=$(cd $HB && as_user bob sbatch --parsable -w n2 --tier-stage-out=$HB/pout -o /dev/null \
+        --wrap "head -c 200M /dev/urandom > $HB/pout/p.bin; sleep 300") &&
+    wait_for 60 stream_held &&
+    { (cd $HB && as_user bob $RAW $CLUSTER/run/tier/n2/tierd.sock pipeline 40 \
+        "{\"op\":\"job.stageout_sync\",\"job_id\":$bid}" >$TRASH/pipe 2>&1) & } && pp=$! &&
+    : >$TRASH/held && wait_for 30 held_16 &&
+    for i in 1 2 3 4 5; do bob_waiting >>$TRASH/held; done &&
+    echo "bob'"'"'s held requests: $(sort -u $TRASH/held | tr "\n" " ")" &&
+    test "$(sort -n $TRASH/held | tail -1)" -le 16 &&
+    (cd $HB && as_user bob $TIERCTL -N n2 status) | grep "^clients: " &&
+    { wait $pp; cat $TRASH/pipe; } && grep -q "^40 replies, 0 errors, 40 ids" $TRASH/pipe &&
+    scancel $bid && wait_for 60 job_done $bid
+'
+
 # --tier-keep given to an srun step only (the batch script has none):
 # the epilog sees only the batch script's options; the step notes its
 # own, and the pipeline data is kept.
