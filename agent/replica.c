@@ -68,6 +68,7 @@
 #include <string.h>
 #include <sys/acl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -228,10 +229,27 @@ void replica_count_hit (struct agent *a, const struct store_job *job,
 
 /* ----------------------------------------------------------- requests */
 
-/* share = world: only for sources every user may read (o+x on every
- * ancestor, o+r on the file), checked by name as root and matched with
- * the descriptor's identity.
+/* An access ACL with entries beyond the mode's three (named users or
+ * groups, a mask), or one that cannot be read: it may deny someone. */
+static bool has_acl (const char *path)
+{
+    ssize_t n = lgetxattr (path, "system.posix_acl_access", NULL, 0);
+
+    if (n < 0)
+        return errno != ENODATA && errno != ENOTSUP;
+    return n > 4 + 3 * 8; /* the header and three entries of 8 bytes */
+}
+
+/* share = world: only for sources every user may read -- x for owner,
+ * group and others on every ancestor, r for all three on the file (a
+ * group without it is denied though others may read), and no ACL beyond
+ * the mode on any of them (it may deny a user) -- checked by name as
+ * root and matched with the descriptor's identity.  Anything else stays
+ * per user: a world replica is readable by every user who can compute
+ * its name.
  */
+#define ALL_X (S_IXUSR | S_IXGRP | S_IXOTH)
+#define ALL_R (S_IRUSR | S_IRGRP | S_IROTH)
 static bool world_readable (const char *path, const struct stat *st)
 {
     char buf[PATH_MAX];
@@ -243,15 +261,15 @@ static bool world_readable (const char *path, const struct stat *st)
             continue;
         *p = '\0';
         if (lstat (buf, &s) < 0 || !S_ISDIR (s.st_mode)
-            || !(s.st_mode & S_IXOTH)) {
+            || (s.st_mode & ALL_X) != ALL_X || has_acl (buf)) {
             *p = '/';
             return false;
         }
         *p = '/';
     }
     return lstat (path, &s) == 0 && S_ISREG (s.st_mode)
-           && (s.st_mode & S_IROTH) && s.st_dev == st->st_dev
-           && s.st_ino == st->st_ino;
+           && (s.st_mode & ALL_R) == ALL_R && !has_acl (path)
+           && s.st_dev == st->st_dev && s.st_ino == st->st_ino;
 }
 
 /* The request's one descriptor: the server let it in only on a mount of

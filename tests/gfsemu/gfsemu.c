@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <fuse_lowlevel.h>
@@ -117,6 +118,7 @@ struct options {
     char *attr_timeout;
     char *negative_timeout;
     int root_squash;
+    int acl; /* POSIX ACLs (FUSE_CAP_POSIX_ACL) */
     unsigned int squash_uid;
     unsigned int squash_gid;
     unsigned int max_threads;
@@ -900,6 +902,8 @@ static int is_ctl_name (fuse_ino_t parent, const char *name)
 
 static void gfs_init (void *userdata, struct fuse_conn_info *conn)
 {
+    struct gfsemu *gx = userdata;
+
     /* Every open reads from the backing file again (keep_cache 0): no
      * writeback cache.  No auto_inval_data: with attr_timeout 0 it sends
      * a GETATTR before every read () call, counts that say nothing about
@@ -910,6 +914,11 @@ static void gfs_init (void *userdata, struct fuse_conn_info *conn)
                                   | FUSE_CAP_READDIRPLUS
                                   | FUSE_CAP_READDIRPLUS_AUTO
                                   | FUSE_CAP_EXPORT_SUPPORT);
+    /* -o acl: POSIX ACLs, as a real GFS has them: the kernel enforces
+     * them (with default_permissions) from the system.posix_acl_*
+     * attributes, which are the backing file's (gfs_getxattr) */
+    if (gx->opt.acl && (conn->capable & FUSE_CAP_POSIX_ACL))
+        conn->want |= FUSE_CAP_POSIX_ACL;
 }
 
 /* Fill ep for the O_PATH descriptor fd (consumed), taking a lookup
@@ -1834,6 +1843,100 @@ static void gfs_statfs (fuse_req_t req, fuse_ino_t ino)
     fuse_reply_statfs (req, &sv);
 }
 
+/* Extended attributes: the POSIX ACLs alone (system.posix_acl_access
+ * and _default), the backing file's, so that ACLs work as on a real GFS;
+ * others are not supported.  The kernel checked who may set them.  The
+ * node's /proc path is followed to the node itself (a symlink has no
+ * ACL). */
+static bool acl_name (const char *name)
+{
+    return !strcmp (name, "system.posix_acl_access")
+           || !strcmp (name, "system.posix_acl_default");
+}
+
+/* The node's path in /proc for ino, or NULL (ENOTSUP: no -o acl, or not
+ * a file or directory of the GFS). */
+static const char *xattr_path (struct gfsemu *gx, fuse_ino_t ino, char *buf,
+                               size_t size)
+{
+    struct node *n;
+
+    if (!gx->opt.acl || is_ctl (ino) || !(n = node_of (gx, ino))
+        || n->type == S_IFLNK)
+        return NULL;
+    return fd_path (n->fd, buf, size);
+}
+
+static void reply_size_or_buf (fuse_req_t req, size_t size, const char *buf,
+                               size_t len)
+{
+    if (size == 0)
+        fuse_reply_xattr (req, len);
+    else if (len > size)
+        fuse_reply_err (req, ERANGE);
+    else
+        fuse_reply_buf (req, buf, len);
+}
+
+static void gfs_getxattr (fuse_req_t req, fuse_ino_t ino, const char *name,
+                          size_t size)
+{
+    struct gfsemu *gx = fuse_req_userdata (req);
+    char proc[64], buf[4096];
+    const char *p = xattr_path (gx, ino, proc, sizeof (proc));
+    ssize_t n;
+
+    if (!p || !acl_name (name))
+        fuse_reply_err (req, p ? ENODATA : ENOTSUP);
+    else if ((n = getxattr (p, name, buf, sizeof (buf))) < 0)
+        fuse_reply_err (req, errno);
+    else
+        reply_size_or_buf (req, size, buf, (size_t) n);
+}
+
+static void gfs_setxattr (fuse_req_t req, fuse_ino_t ino, const char *name,
+                          const char *value, size_t size, int flags)
+{
+    struct gfsemu *gx = fuse_req_userdata (req);
+    char proc[64];
+    const char *p = xattr_path (gx, ino, proc, sizeof (proc));
+
+    if (!p || !acl_name (name))
+        fuse_reply_err (req, ENOTSUP);
+    else
+        fuse_reply_err (req,
+                        setxattr (p, name, value, size, flags) < 0 ? errno : 0);
+}
+
+static void gfs_listxattr (fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+    static const char *const names[] = { "system.posix_acl_access",
+                                         "system.posix_acl_default" };
+    struct gfsemu *gx = fuse_req_userdata (req);
+    char proc[64], out[64];
+    const char *p = xattr_path (gx, ino, proc, sizeof (proc));
+    size_t len = 0;
+
+    for (size_t i = 0; p && i < 2; i++)
+        if (getxattr (p, names[i], NULL, 0) >= 0) {
+            memcpy (out + len, names[i], strlen (names[i]) + 1);
+            len += strlen (names[i]) + 1;
+        }
+    reply_size_or_buf (req, size, out, len);
+}
+
+static void gfs_removexattr (fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+    struct gfsemu *gx = fuse_req_userdata (req);
+    char proc[64];
+    const char *p = xattr_path (gx, ino, proc, sizeof (proc));
+
+    if (!p || !acl_name (name))
+        fuse_reply_err (req, p ? ENODATA : ENOTSUP);
+    else
+        fuse_reply_err (req, removexattr (p, name) < 0 ? errno : 0);
+}
+
 static const struct fuse_lowlevel_ops gfs_ops = {
     .init = gfs_init,
     .lookup = gfs_lookup,
@@ -1861,6 +1964,10 @@ static const struct fuse_lowlevel_ops gfs_ops = {
     .releasedir = gfs_releasedir,
     .fsyncdir = gfs_fsyncdir,
     .statfs = gfs_statfs,
+    .getxattr = gfs_getxattr,
+    .setxattr = gfs_setxattr,
+    .listxattr = gfs_listxattr,
+    .removexattr = gfs_removexattr,
 };
 
 /*
@@ -1882,6 +1989,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT ("attr_timeout=%s", attr_timeout),
     OPT ("negative_timeout=%s", negative_timeout),
     OPT ("root_squash", root_squash),
+    OPT ("acl", acl),
     OPT ("squash_uid=%u", squash_uid),
     OPT ("squash_gid=%u", squash_gid),
     OPT ("max_threads=%u", max_threads),
@@ -1911,6 +2019,7 @@ static void usage (FILE *f)
         "(0)\n"
         "    -o entry_timeout=SECS, attr_timeout=SECS, negative_timeout=SECS\n"
         "    -o root_squash           requests of uid 0 act as nobody (65534)\n"
+        "    -o acl                   POSIX ACLs, enforced by the kernel\n"
         "    -o squash_uid=N, squash_gid=N   the ids root is squashed to\n"
         "    -o max_threads=N         worker threads (64)\n"
         "    -o fault=PATTERN:OP:ERROR[:WHEN]   inject a fault (repeatable; "

@@ -330,6 +330,23 @@ test_expect_success 'standard FUSE options still work (ro)' '
     gfsemu_stop "$R"
 '
 
+# -o acl: POSIX ACLs as a real GFS has them, visible through the mount
+# (what tier's share = world check reads) and enforced; without it the
+# mount has no extended attributes.
+A=$TRASH/gfs-acl
+test_expect_success 'acl: an ACL set through the mount is seen and enforced; none without it' '
+    mkdir -p "$A" && start "$B" "$A" acl &&
+    cp "$B/data/small" "$B/data/acl" && chmod 644 "$B/data/acl" &&
+    setfacl -m u:bob:--- "$A/data/acl" &&
+    getfacl -p "$A/data/acl" | grep -x "user:bob:---" &&
+    getfacl -p "$B/data/acl" | grep -x "user:bob:---" &&
+    ! as bob cat "$A/data/acl" >/dev/null 2>&1 && as alice cat "$A/data/acl" >/dev/null &&
+    setfacl -b "$A/data/acl" && as bob cat "$A/data/acl" >/dev/null &&
+    gfsemu_stop "$A" && start "$B" "$A" &&
+    ! setfacl -m u:bob:--- "$A/data/acl" 2>err.out && cat err.out &&
+    gfsemu_stop "$A" && rm -f "$B/data/acl"
+'
+
 # The throttle is judged by its own accounting.  With rate R and bucket
 # C, moving X bytes takes at least (X - C) / R of held-back time (less
 # only by the little processing time when no one waits), and the stall

@@ -17,7 +17,7 @@ test_description='hostile users: the BB is shared fairly between users'
 . "$TIER_SRCDIR/tests/lib/cluster.sh"
 
 test_have_prereq ROOT,SLURM,FUSE,USERS || skip_all "needs root, Slurm, FUSE and users"
-test_expect_success 'start the cluster' 'cluster_start'
+test_expect_success 'start the cluster (a GFS with POSIX ACLs)' 'cluster_start --gfs-opts acl'
 [ -n "${CLUSTER:-}" ] || bail_out "no cluster"
 H=$GFS/home/alice
 HB=$GFS-backing/home/alice
@@ -89,6 +89,38 @@ test_expect_success 'BBUserMax: a file larger than the cap is read from the GFS,
     test "$(grep -c "evicted: BBUserMax" $LOG)" = 2 &&
     replicas_of $TRASH/r5 && ! grep -qx "$BH/share/big" $TRASH/r5 &&
     test "$(grep -c "^$BH/" $TRASH/r5)" = 2
+'
+# L5: share = world serves one replica to every user, and its name is
+# the source's identity (inode, size, times), which anyone who may stat
+# the source can compute.  So only a file every user may read is shared:
+# one that others may read but its group (bob's) may not, and one whose
+# ACL denies bob, get replicas of alice's own when she reads them under
+# a share = world site policy; a plain 0644 file is shared.
+WP=$GFS/wpub
+WPB=$GFS-backing/wpub
+key_of () {
+    stat -c "%i %s %.9Y %.9Z" "$1" | awk '{
+        split($3, m, "."); split($4, c, ".");
+        printf "%x-%x-%s.%s-%s.%s\n", $1, $2, m[1], m[2], c[1], c[2] }'
+}
+test_expect_success 'share = world: a file its group or an ACL denies gets per-user replicas' '
+    mkdir -p $WPB && chmod 755 $WPB &&
+    for f in ok gdeny adeny; do head -c 1M /dev/urandom >$WPB/$f && chmod 644 $WPB/$f; done &&
+    chgrp $(id -g bob) $WPB/gdeny && chmod 604 $WPB/gdeny &&
+    setfacl -m u:bob:--- $WP/adeny && getfacl -p $WP/adeny | grep -x "user:bob:---" &&
+    ! as_user bob cat $WP/adeny >/dev/null 2>&1 && ! as_user bob cat $WP/gdeny >/dev/null 2>&1 &&
+    printf "{\"version\": 1, \"policies\": {\"%s\": {\"role\": \"batch\", \"share\": \"world\"}}}\n" \
+        "$WP" >$CLUSTER/etc/policies.d/wpub.json &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-cache=auto -o /dev/null \
+        --wrap "cat $WP/ok $WP/gdeny $WP/adeny >/dev/null") &&
+    wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED &&
+    BB=$CLUSTER/bb && U=$BB/replicas/u$(id -u alice) &&
+    ls -l $BB/replicas/world $U &&
+    test -f $BB/replicas/world/$(key_of $WP/ok) &&
+    test ! -e $BB/replicas/world/$(key_of $WP/gdeny) && test -f $U/$(key_of $WP/gdeny) &&
+    test ! -e $BB/replicas/world/$(key_of $WP/adeny) && test -f $U/$(key_of $WP/adeny) &&
+    ! as_user bob cat $U/$(key_of $WP/adeny) >/dev/null 2>&1 &&
+    rm -f $CLUSTER/etc/policies.d/wpub.json
 '
 test_expect_success 'no node was drained' 'no_drain'
 test_done
