@@ -208,7 +208,14 @@ int tier_path_open_beneath (int rootfd, const char *rel, int flags,
         r++;
     if (*r == '\0')
         r = ".";
-    fd = syscall (SYS_openat2, rootfd, r, &how, sizeof (how));
+    /* EAGAIN: a rename or mount somewhere on the system raced with a
+     * ".." (of a symlink's target, say) and the kernel could not tell
+     * that it stayed beneath; it says to try again */
+    for (int tries = 0; tries < 64; tries++) {
+        fd = syscall (SYS_openat2, rootfd, r, &how, sizeof (how));
+        if (fd >= 0 || errno != EAGAIN)
+            break;
+    }
     if (fd >= 0 || errno != ENOSYS)
         return (int) fd;
 #endif
