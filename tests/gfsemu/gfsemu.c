@@ -2214,7 +2214,14 @@ static void raise_nofile (void)
 {
     struct rlimit rl;
 
-    /* One descriptor per inode the kernel caches. */
+    /* One descriptor per inode the kernel caches: a tree of 150,000
+     * files walked once holds 150,000.  Root may raise the hard limit
+     * up to fs.nr_open; else the soft limit goes up to the hard one. */
+    struct rlimit big = { 1U << 20, 1U << 20 };
+
+    if (getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max < big.rlim_max
+        && setrlimit (RLIMIT_NOFILE, &big) == 0)
+        return;
     if (getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
         (void)setrlimit (RLIMIT_NOFILE, &rl);

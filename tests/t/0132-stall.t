@@ -330,5 +330,54 @@ test_expect_success 'four of bob'"'"'s policy reads hang: a fifth is refused at 
     (cd $BH && as_user bob $TIERCTL -N n2 prefetch $BH/mdb/m1)
 '
 
+# M6: a mirror of a source of 150,000 entries.  Its walk (as bob), the
+# sort and the tree on the BB are the mirror child's: the loop only
+# starts it and answers.  (The GFS emulator holds a descriptor per inode
+# the kernel caches, more than its limit here: the kernel is made to
+# forget the inodes it does not use every half second.)  Pings twice a second all answer with a 2 s
+# AgentTimeout, alice's tiered job runs meanwhile, and the request ends
+# within the mirror's 9 s, refused (none of the files is prefetched)
+# naming a file that is not, or the walk that did not finish in 5 s.
+# ping_while PID NAME: ping n3's agent (2 s AgentTimeout) twice a second
+# while PID runs (at least 6 times): every ping answers; the latencies
+# (never asserted on) are summed up in TRASH/NAME.sum
+ping_while () {
+    : >$TRASH/$2.us && _i=0 &&
+    while kill -0 $1 2>/dev/null || [ $_i -lt 6 ]; do
+        [ $_i -lt 120 ] || { echo "pid $1 still runs"; return 1; }
+        _t0=$(date +%s%N) &&
+        $CLUSTER/lib/tierctl -c $TRASH/ping.conf -N n3 ping >/dev/null || { echo "ping $_i failed"; return 1; }
+        echo $(( ($(date +%s%N) - _t0) / 1000 )) >>$TRASH/$2.us && _i=$((_i + 1)) && sleep 0.5
+    done &&
+    sort -n $TRASH/$2.us | awk -v what="$2" "{ v[NR] = \$1 } END {
+        printf \"tierctl ping during %s: %d pings, p50 %.1f ms, p99 %.1f ms, max %.1f ms\n\",
+            what, NR, v[int((NR + 1) * 0.5)] / 1000, v[int(NR * 0.99 + 0.999)] / 1000, v[NR] / 1000 }" \
+        >$TRASH/$2.sum && cat $TRASH/$2.sum
+}
+test_at_exit "touch $TRASH/huge.done"
+as_user bob mkdir -p "$BH/huge" &&
+python3 -c '
+import os, sys
+root = sys.argv[1]
+for d in range(150):
+    p = os.path.join(root, "d%03d" % d)
+    os.mkdir(p)
+    for f in range(999):
+        open(os.path.join(p, "f%03d" % f), "w").close()
+' "$BHB/huge" && chown -R bob: "$BHB/huge"
+test_expect_success 'a mirror of 150,000 entries: the agent answers throughout, alice'"'"'s job runs' '
+    test "$(find $BHB/huge | wc -l)" -ge 150000 &&
+    (cd $BH && as_user bob $TIERCTL set policy $BH/huge batch) &&
+    { while [ ! -e $TRASH/huge.done ]; do echo 2 >/proc/sys/vm/drop_caches; sleep 0.5; done & } &&
+    { (cd $BH && as_user bob $RAWPY "$CLUSTER/run/tier/n3/tierd.sock" request \
+        "{\"op\":\"replica.mirror\",\"path\":\"$BH/huge\"}" >$TRASH/huge 2>&1) & } && hp=$! &&
+    aid=$(cd $H && as_user alice sbatch --parsable -w n3 --tier-cache=auto -o $H/huge.out --wrap "echo ran") &&
+    ping_while $hp huge && touch $TRASH/huge.done &&
+    cat $TRASH/huge &&
+    grep -qE "the walk of $BH/huge as uid $(id -u bob) did not finish within 5 s|d[0-9]*/f[0-9]* is not prefetched" $TRASH/huge &&
+    wait_for 60 job_done $aid && test "$(job_state $aid)" = COMPLETED && test "$(cat $H/huge.out)" = ran &&
+    wait_for 30 no_procs n3 tierd-walk && wait_for 30 no_procs n3 tierd-mirror
+'
+
 test_expect_success 'no node was drained' 'no_drain'
 test_done
