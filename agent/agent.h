@@ -247,6 +247,9 @@ void migrate_tick (struct agent *a);
 /* the node's migrations; failed files only of uid's jobs (all for root
  * and SlurmUser) */
 json_t *migrate_status_json (struct agent *a, uid_t uid);
+/* what uid's write caches on the node held at their last syncs (its
+ * running jobs' and those whose outputs are not all on the GFS yet) */
+uint64_t migrate_user_held (struct agent *a, uid_t uid);
 /* set the endpoint role's migrations_pending/failed of c to what this
  * node's migrators hold now for batch */
 void migrate_gauges (struct agent *a, uint32_t batch,

@@ -29,6 +29,7 @@
 #include "lib/clock.h"
 #include "lib/cred.h"
 #include "lib/log.h"
+#include "lib/units.h"
 #include "child.h"
 #include "migrate.h"
 #include "procfd.h"
@@ -150,6 +151,7 @@ static void on_migrator_msg (struct agent *a, struct child *c, int type,
         g->pending = m.pending;
         g->failed = m.failed;
         g->conflicts = m.conflicts;
+        g->held = m.size > 0 ? (uint64_t) m.size : 0;
         migrate_settle (a, g); /* may free g */
     }
     else if (m.type != MIGMSG_READY)
@@ -730,6 +732,17 @@ void migrate_conn_gone (struct agent *a, struct conn *c)
  * files that failed and why) only of the caller's own (all of them for
  * root and SlurmUser).
  */
+uint64_t migrate_user_held (struct agent *a, uid_t uid)
+{
+    uint64_t sum = 0;
+
+    (void) a;
+    for (struct mig *g = migs; g; g = g->next)
+        if (g->uid == uid)
+            sum = tier_size_add (sum, g->held);
+    return sum;
+}
+
 json_t *migrate_status_json (struct agent *a, uid_t uid)
 {
     json_t *arr = json_array ();

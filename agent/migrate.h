@@ -159,6 +159,7 @@ struct mig {
     pid_t pid;           /* its pid, or 0 */
     unsigned seq_sent, seq_done;
     int pending, failed, conflicts;
+    uint64_t held;             /* bytes its write cache held (last sync) */
     uint64_t out_us;           /* migration time not yet in stage_out_ms */
     bool ended;                /* the job ended: remove when done */
     struct child *manifest;    /* the manifest's writer in flight */

@@ -142,7 +142,7 @@ static const struct msgdef defs[MIGMSG_NTYPES + 1] = {
     [MIGMSG_SYNCED] = { MIGMSG_RESULT,
                         B (F_SEQ) | B (F_PENDING) | B (F_FAILED)
                             | B (F_CONFLICTS),
-                        0 },
+                        B (F_SIZE) },
     [MIGMSG_CLAIMED] = { MIGMSG_RESULT, FILE_ID, 0 },
     [MIGMSG_UPLOAD_BEGUN] = { MIGMSG_RESULT,
                               FILE_ID | B (F_UPLOAD_ID) | B (F_PART_SIZE)

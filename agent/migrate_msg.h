@@ -42,7 +42,8 @@
  *                              job's is at side (none: it could not be
  *                              saved)
  *   gone {k, rel}              the name is no output any more
- *   synced {seq, pending, failed, conflicts}
+ *   synced {seq, pending, failed, conflicts, size?}   size: the bytes
+ *                              the write cache holds (its files' blocks)
  *   claimed {k, rel}           an upload of the object begins
  *   upload_begun {k, rel, upload_id, part_size, size, mtime_ns}
  *   part_done {k, rel, n, etag}

@@ -259,6 +259,7 @@ static void walk (struct migrator *m, int k, int dfd, const char *rel,
         /* whiteouts (0/0 character devices), fifos...: not outputs */
         if (!S_ISREG (st.st_mode))
             continue;
+        m->held += (uint64_t) st.st_blocks * 512;
         f = migrator_file (m, k, sub, false);
         /* published at this very version: nothing to do; failed: its
          * retry is scheduled (a flush brings it forward) */
@@ -366,8 +367,10 @@ static void do_sync (struct migrator *m, uint32_t seq, bool force)
     struct migmsg msg = { .type = MIGMSG_SYNCED, .seq = seq };
     int64_t now = tier_now_ms ();
 
+    m->held = 0;
     for (int k = 0; k < m->ndirs; k++)
         walk (m, k, m->dirs[k].upperfd, "", 0);
+    msg.size = (int64_t) m->held;
     if (force)
         for (struct mfile *f = m->files; f; f = f->next)
             if (f->state == MF_FAILED) {

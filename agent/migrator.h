@@ -92,6 +92,7 @@ struct migrator {
     int ndirs;
     struct mdir dirs[MIGRATE_DIRS_MAX];
     struct mfile *files;
+    uint64_t held; /* bytes the write cache held at the last walk */
     const struct tier_conf *conf;
     char user[64]; /* the job's user (for the credentials) */
     uid_t uid;

@@ -333,6 +333,29 @@ static int register_parse (struct agent *a, json_t *req, struct store_job *job,
  * pipeline directories (their reservation made now, on the first step),
  * the endpoint and batch directories.  why: the reservation's refusal,
  * if any (updated). */
+/* WriteCacheUserMax: a user whose write caches on the node hold that
+ * much already (outputs of running jobs, and of ended ones not all on
+ * the GFS yet: a migration that keeps failing keeps its cache) gets no
+ * new one -- the job's output directories are the plain GFS
+ * ("outbox_denied" says why). */
+static void outbox_check (struct agent *a, const struct store_job *job,
+                          json_t *res)
+{
+    uint64_t max = a->conf->write_cache_user_max, held;
+    char h[32], m[32], why[256];
+
+    if (!res || !max || (held = migrate_user_held (a, job->uid)) < max)
+        return;
+    (void) snprintf (why, sizeof (why),
+                     "uid %u's write caches on node %s hold %s already "
+                     "(WriteCacheUserMax %s): the job writes to the GFS "
+                     "directly",
+                     (unsigned) job->uid, a->node,
+                     tier_size_format (held, h, sizeof (h)),
+                     tier_size_format (max, m, sizeof (m)));
+    json_object_set_new (res, "outbox_denied", json_string (why));
+}
+
 static json_t *register_answer (struct agent *a, struct store_job *job,
                                 char *why, size_t whysize, tier_error_t *error)
 {
@@ -373,6 +396,7 @@ static json_t *register_answer (struct agent *a, struct store_job *job,
     if (res && policy_job_endpoint (a, job, scratch, sizeof (scratch)) == 0
         && scratch[0])
         json_object_set_new (res, "stage_out", json_string (scratch));
+    outbox_check (a, job, res);
     /* endpoint inputs: staged in by the plugin with --tier-stage-in's
      * items, from the first step on (the prolog cannot know them) */
     if (res && policy_job_inputs (a, job, scratch, sizeof (scratch)) == 0

@@ -60,6 +60,7 @@ static const struct conf_key keys[] = {
     { "BBCapacity", CONF_SIZE, OFF (bb_capacity), 0 },
     { "BBMinFree", CONF_SIZE, OFF (bb_min_free), 0 },
     { "BBUserMax", CONF_SIZE, OFF (bb_user_max), 0 },
+    { "WriteCacheUserMax", CONF_SIZE, OFF (write_cache_user_max), 0 },
     { "BBLockStale", CONF_SEC, OFF (bb_lock_stale), 0 },
     { "GfsStreams", CONF_COUNT, OFF (gfs_streams), 0 },
     { "UserBandwidth", CONF_SIZE, OFF (user_bandwidth), 0 },

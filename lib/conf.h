@@ -39,6 +39,10 @@ struct tier_conf {
     uint64_t bb_min_free;       /* BBMinFree: keep this much of the BB free */
     uint64_t bb_user_max;       /* BBUserMax: a user's replicas on this
                                  * node's budget, at most (0: no cap) */
+    uint64_t write_cache_user_max; /* WriteCacheUserMax: what one user's
+                                    * write caches on this node may hold
+                                    * before a new job gets none (0: no
+                                    * limit) */
     uint64_t bb_lock_stale;     /* BBLockStale (s): a fetch lock whose
                                  * heartbeat stopped this long is broken */
     unsigned gfs_streams;       /* GfsStreams: concurrent GFS streams (a

@@ -369,6 +369,12 @@ static int mount_outbox (const struct mount_ctx *m, int k, const char *dir,
         tier_errprintf (error, "write cache of %s: %s", dir, strerror (errno));
         goto out;
     }
+    if (m->outbox_denied && m->outbox_denied[0]) {
+        tier_errprintf (error, "--tier-stage-out: %s: %s", dir,
+                        m->outbox_denied);
+        rc = 1;
+        goto out;
+    }
     if (fstatfs (upfd, &sf) == 0
         && (unsigned long long) sf.f_bavail * (unsigned long long) sf.f_bsize
                < OUTBOX_MIN_FREE) {
@@ -578,10 +584,12 @@ int ns_prolog (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
 
 int ns_setup (spank_t sp, tier_error_t *error)
 {
-    struct mount_ctx m = { .conf = tier.conf, .job_id = tier.job_id,
+    struct mount_ctx m = { .conf = tier.conf,
+                           .job_id = tier.job_id,
                            .scratch = tier.opts.scratch,
                            .binds = tier.binds,
                            .stage_out = tier.stage_out,
+                           .outbox_denied = tier.outbox_denied,
                            .restart = tier.restart };
     const char *base = tier.conf->namespace_dir;
     int lockfd, rc = -1;

@@ -21,6 +21,7 @@ struct mount_ctx {
     const char *scratch;        /* --tier-scratch items */
     const char *binds;          /* "DIR=TREE:...": mirrors to bind */
     const char *stage_out;      /* output directories (escaped, ',') */
+    const char *outbox_denied;  /* why no write cache, or "" */
     uint32_t restart;           /* the job's restart count */
 };
 

@@ -236,6 +236,8 @@ static void take_reply (const char *reply)
      * --tier-batch): the interposer redirects opens under them */
     reply_str (reply, len, "batch", tier.batch_dirs, sizeof (tier.batch_dirs));
     reply_str (reply, len, "bind", tier.binds, sizeof (tier.binds));
+    reply_str (reply, len, "outbox_denied", tier.outbox_denied,
+               sizeof (tier.outbox_denied));
     reply_str (reply, len, "stage_out", tier.policy_out,
                sizeof (tier.policy_out));
     /* the endpoint input directories (stage = in) */

@@ -52,6 +52,8 @@ struct tier_plugin {
     char bound[TIER_OPT_VALUE_MAX];  /* "DIR:..." bound on this node */
     char bind_error[1024];      /* why a mirror was not bound */
     char outbox_error[1024];    /* why a write cache was not mounted */
+    char outbox_denied[256];    /* why the agent gives the job no write
+                                 * cache (WriteCacheUserMax), or "" */
     uint32_t restart;           /* the job's restart count */
     char policy_out[TIER_OPT_VALUE_MAX];  /* endpoint dirs (agent's reply) */
     char policy_in[TIER_OPT_VALUE_MAX];   /* endpoint input dirs (stage =

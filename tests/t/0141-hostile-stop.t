@@ -134,6 +134,34 @@ test_expect_success 'bob stops his stage-in copier holding the only GFS stream: 
     grep -q "tier: stage-in: its stager (pid [0-9]*) ended before the stage-in did (killed?); it starts again" $HB/sin.out
 '
 
+# M5: write caches (stage-out outputs on the node's fast tier) hold
+# what a user's jobs wrote until it is on the GFS -- for ever, if its
+# migration keeps failing.  With WriteCacheUserMax 32 MiB, bob's running
+# job holding 40 MiB in its write cache leaves his next job on the node
+# none: its output directory is the plain GFS, and its stderr says why;
+# alice's job still gets one.
+as_user bob mkdir -p $HB/wc1 $HB/wc2 && as_user alice mkdir -p $H/wc3
+test_expect_success 'WriteCacheUserMax: bob'"'"'s next job gets no write cache while his caches hold more; alice'"'"'s does' '
+    n0=$(reloads) && echo "WriteCacheUserMax = 32M" >>$CONF &&
+    kill -HUP $(agent_pid n2) && wait_for 10 reloaded_since $n0 &&
+    b1=$(cd $HB && as_user bob sbatch --parsable -w n2 --tier-stage-out=$HB/wc1 -o /dev/null \
+        --wrap "head -c 40M /dev/urandom > $HB/wc1/x; sleep 300") &&
+    wait_for 60 test -s $HB/wc1/x && wait_for 60 test "$(stat -c %s $HB/wc1/x)" = 41943040 &&
+    $TIERCTL -N n2 flush --job $b1 &&
+    b2=$(cd $HB && as_user bob sbatch --parsable -w n2 --tier-stage-out=$HB/wc2 -o /dev/null -e $HB/wc2.err \
+        --wrap "echo direct > $HB/wc2/y; findmnt -n -o FSTYPE --target $HB/wc2 > $HB/wc2.fs") &&
+    wait_for 60 job_done $b2 && test "$(job_state $b2)" = COMPLETED && cat $HB/wc2.err &&
+    grep -q "tier: warning: --tier-stage-out: $HB/wc2: uid $(id -u bob)'"'"'s write caches on node n2 hold 40.0 MiB already (WriteCacheUserMax 32.0 MiB): the job writes to the GFS directly" $HB/wc2.err &&
+    test "$(cat $HB/wc2/y)" = direct && cat $HB/wc2.fs && test "$(cat $HB/wc2.fs)" != overlay &&
+    a3=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-stage-out=$H/wc3 -o /dev/null -e $H/wc3.err \
+        --wrap "echo cached > $H/wc3/z; findmnt -n -o FSTYPE --target $H/wc3 > $H/wc3.fs") &&
+    wait_for 60 job_done $a3 && test "$(job_state $a3)" = COMPLETED &&
+    ! grep -q WriteCacheUserMax $H/wc3.err && test "$(cat $H/wc3.fs)" = overlay && test "$(cat $H/wc3/z)" = cached &&
+    scancel $b1 && wait_for 60 job_done $b1 &&
+    n0=$(reloads) && sed -i "/^WriteCacheUserMax/d" $CONF &&
+    kill -HUP $(agent_pid n2) && wait_for 10 reloaded_since $n0
+'
+
 # M4: what one connection can make the agent hold.  bob pipelines 40
 # syncs of his job's outputs (tierctl wait's request) on one connection
 # while its 200 MiB output migrates (the GFS at 20 MiB/s): the agent

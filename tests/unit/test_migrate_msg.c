@@ -200,7 +200,8 @@ static const struct {
     { MIGMSG_GONE, "{\"k\":3,\"rel\":\"dir/with space/f%.txt\",\"t\":\"gone\","
                    "\"v\":1}" },
     { MIGMSG_SYNCED, "{\"seq\":4000000000,\"pending\":5,\"failed\":6,"
-                     "\"conflicts\":7,\"t\":\"synced\",\"v\":1}" },
+                     "\"conflicts\":7,\"size\":1099511627776,"
+                     "\"t\":\"synced\",\"v\":1}" },
     { MIGMSG_CLAIMED, "{\"k\":3,\"rel\":\"dir/with space/f%.txt\",\"t\":"
                       "\"claimed\",\"v\":1}" },
     { MIGMSG_UPLOAD_BEGUN, "{\"k\":3,\"rel\":\"dir/with space/f%.txt\","
@@ -336,6 +337,10 @@ static void test_members (void **state)
             if (t == MIGMSG_CONFLICT && !strcmp (key, "side")) {
                 assert_int_equal (rc, 0); /* optional */
                 assert_null (m.side);
+            }
+            else if (t == MIGMSG_SYNCED && !strcmp (key, "size")) {
+                assert_int_equal (rc, 0); /* optional: 0 without it */
+                assert_int_equal (m.size, 0);
             }
             else {
                 assert_int_equal (rc, -1);
