@@ -220,8 +220,11 @@ test_expect_success 'an object that was there before the job is never overwritte
 # The migrator of the job is held (strace delays every pread of the big
 # file: hashing and sending it), the agent is killed once a part is
 # recorded, and the job's end restarts it (the epilog).
+# (the agent's other children of alice, such as its policy freezer, have
+# other names)
 mig_pid () {
-    ps -e -o pid=,ppid=,user= | awk -v p="$1" '$2 == p && $3 == "alice" { print $1 }'
+    ps -e -o pid=,ppid=,user=,comm= |
+        awk -v p="$1" '$2 == p && $3 == "alice" && $4 == "tierd-mig" { print $1 }'
 }
 parts_done () {
     (cd $H && as_user alice $TIERCTL -N n1 outputs --job $1 --json) 2>/dev/null | python3 -c "
