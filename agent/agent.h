@@ -220,12 +220,17 @@ void mirror_conn_gone (struct agent *a, struct conn *c);
 void rpc_conn_gone (struct agent *a, struct conn *c);
 json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
                            tier_error_t *error);
+/* A job's first registration on a node is answered within this: its
+ * policy freeze takes 5 s at most, its mirror check what is left.  Below
+ * the default AgentTimeout (10 s), so that the step gets its answer. */
+#define AGENT_REGISTER_MS 7000
 /* The job's mirrors to bind ("DIR=TREE:...", malloc'd, done's; NULL if
- * none), checked off the loop: done is called exactly once, possibly
- * before this returns.  job is needed only during the call. */
+ * none), checked off the loop by deadline (tier_now_ms): done is called
+ * exactly once, possibly before this returns.  job is needed only during
+ * the call. */
 typedef void (*mirror_binds_f) (struct agent *a, char *binds, void *arg);
 void mirror_job_binds (struct agent *a, const struct store_job *job,
-                       mirror_binds_f done, void *arg);
+                       int64_t deadline, mirror_binds_f done, void *arg);
 void mirror_drop (struct agent *a, uid_t uid, const char *key,
                   const char *path);
 

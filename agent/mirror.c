@@ -74,12 +74,14 @@
 #define ENTRIES_MAX 200000
 #define DEPTH_MAX 64
 /* A walk of a source takes this long at most: tierctl prefetch --bind's
- * (in the builder, off the loop), and again at each job start, for all
- * the job's mirrors together (in the checker: mirror_job_binds).  A
- * directory that cannot be walked in time is not mirrored or not bound,
- * and its jobs use the interposer.
+ * (in the builder, off the loop).  At each job start all the job's
+ * mirrors are walked again together (in the checker: mirror_job_binds)
+ * within what is left of the registration's deadline, less CHECK_ANSWER_MS
+ * for the checker to answer (a walker given up on is waited for 1 s).  A directory that cannot be walked in time
+ * is not mirrored or not bound, and its jobs use the interposer.
  */
 #define WALK_MS 5000
+#define CHECK_ANSWER_MS 1500
 /* A replica.mirror's builder (off the loop: the walk, then the tree of
  * hard links on the BB), within the client's AgentTimeout (10 s). */
 #define MIRROR_MS 9000
@@ -652,7 +654,7 @@ static struct mirror_run *runs;
  * manifest as cred sees it (malloc'd, sorted lines), within timeout_ms,
  * or NULL with the reason in error. */
 static char *walk_as (const struct tier_cred *cred, const char *dir,
-                      int timeout_ms, tier_error_t *error)
+                      int timeout_ms, const char *budget, tier_error_t *error)
 {
     struct child_spec spec = {
         .name = "tierd-walk",
@@ -671,8 +673,8 @@ static char *walk_as (const struct tier_cred *cred, const char *dir,
         errno = ETIMEDOUT;
         tier_errprintf (error,
                         "no time left to walk %s: the walks before "
-                        "it took the %d s they are given",
-                        dir, WALK_MS / 1000);
+                        "it took the time they are given (%s)",
+                        dir, budget);
         return NULL;
     }
     (void) snprintf (spec.title, sizeof (spec.title), "tierd-walk uid %u %.96s",
@@ -685,8 +687,8 @@ static char *walk_as (const struct tier_cred *cred, const char *dir,
         if (errno == ETIMEDOUT)
             tier_errprintf (error,
                             "the walk of %s as uid %u did not finish "
-                            "within %d s",
-                            dir, (unsigned) cred->uid, WALK_MS / 1000);
+                            "within %s",
+                            dir, (unsigned) cred->uid, budget);
         else
             tier_errprintf (error, "the walk failed");
     }
@@ -713,7 +715,7 @@ static int builder_main (void *arg, int chan)
     int ufd = -1, sfd = -1, wfd = -1;
     char *m;
 
-    if (!(m = walk_as (&run->cred, run->dir, WALK_MS, &error)))
+    if (!(m = walk_as (&run->cred, run->dir, WALK_MS, "5 s", &error)))
         goto out;
     if ((ufd = user_mirrors (a, run->uid, true)) < 0) {
         tier_errprintf (&error, "%s/mirrors: %s", a->conf->bb_dir,
@@ -899,6 +901,7 @@ struct binds_check {
     uid_t uid;
     uint32_t job_id;
     struct tier_cred cred;
+    int64_t deadline; /* of the walks */
     mirror_binds_f done;
     void *arg;
     int n;
@@ -912,13 +915,16 @@ static int checker_main (void *arg, int chan)
 {
     struct binds_check *b = arg;
     struct agent *a = b->a;
-    int64_t deadline = tier_now_ms () + WALK_MS;
+    int64_t deadline = b->deadline;
     static char out[REPMSG_BINDS_MAX];
+    char budget[64];
     struct repmsg msg = { .type = REPMSG_BINDS, .binds = out };
     size_t o = 0;
     int ufd;
 
     out[0] = '\0';
+    (void) snprintf (budget, sizeof (budget), "the job start's %d s",
+                     AGENT_REGISTER_MS / 1000);
     if ((ufd = user_mirrors (a, b->uid, false)) < 0)
         return repmsg_send (chan, &msg, -1) < 0;
     for (int i = 0; i < b->n; i++) {
@@ -936,7 +942,7 @@ static int checker_main (void *arg, int chan)
         if (!m)
             continue;
         if (!(now = walk_as (&b->cred, dir, (int) (deadline - tier_now_ms ()),
-                             &e))
+                             budget, &e))
             || strcmp (now, m)) {
             if (now) {
                 tier_log (LOG_INFO,
@@ -991,7 +997,7 @@ static void on_checked (struct agent *a, int rc, int type, json_t *body, int fd,
 }
 
 void mirror_job_binds (struct agent *a, const struct store_job *job,
-                       mirror_binds_f done, void *arg)
+                       int64_t deadline, mirror_binds_f done, void *arg)
 {
     struct child_spec spec = {
         .name = "tierd-binds",
@@ -1000,6 +1006,7 @@ void mirror_job_binds (struct agent *a, const struct store_job *job,
     };
     struct binds_check *b = NULL;
     struct dirent *de;
+    int64_t left;
     int ufd = -1;
     DIR *d = NULL;
 
@@ -1043,11 +1050,22 @@ void mirror_job_binds (struct agent *a, const struct store_job *job,
         done (a, NULL, arg);
         return;
     }
+    left = deadline - tier_now_ms ();
+    if (left <= CHECK_ANSWER_MS) {
+        tier_log (LOG_INFO,
+                  "job %u: its mirrors are not bound: its policies took "
+                  "the registration's time",
+                  job->job_id);
+        free (b);
+        done (a, NULL, arg);
+        return;
+    }
+    b->deadline = deadline - CHECK_ANSWER_MS;
     spec.arg = b;
     (void) snprintf (spec.title, sizeof (spec.title),
                      "tierd-binds job %u uid %u", (unsigned) job->job_id,
                      (unsigned) job->uid);
-    child_ask (a, &spec, WALK_MS + 2000, on_checked, b);
+    child_ask (a, &spec, (int) left, on_checked, b);
     return;
 none:
     if (d)

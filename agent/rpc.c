@@ -413,9 +413,9 @@ static json_t *register_answer (struct agent *a, struct store_job *job,
 
 /* A job's first registration on the node, being answered: its policy
  * freeze (the user's files) and its mirror check (the GFS) run in
- * children, off the loop, and the reply goes out when they report.
- * Other registrations of the job that come meanwhile wait for it, in
- * order (they need its frozen set).
+ * children, off the loop, and the reply goes out when they report, in
+ * AGENT_REGISTER_MS in all.  Other registrations of the job that come
+ * meanwhile wait for it, in order (they need its frozen set).
  */
 #define REG_WAITERS_MAX 4096
 struct reg_wait {
@@ -429,8 +429,9 @@ struct reg {
     struct conn *c; /* who asked; NULL once gone */
     uint32_t msgid;
     uint32_t job_id, restart;
-    bool in_call; /* op_job_register has not returned yet */
-    bool done;    /* answered while in_call: res is the reply */
+    int64_t deadline; /* tier_now_ms () */
+    bool in_call;     /* op_job_register has not returned yet */
+    bool done;        /* answered while in_call: res is the reply */
     json_t *pol, *res;
     char why[256];
     int nwait;
@@ -547,7 +548,7 @@ static void reg_frozen (struct agent *a, json_t *pol, void *arg)
      * and node (the first step binds them for all) */
     batch = json_string_value (json_object_get (r->res, "batch"));
     if (batch && batch[0])
-        mirror_job_binds (a, &job, reg_bound, r);
+        mirror_job_binds (a, &job, r->deadline, reg_bound, r);
     else
         reg_finish (r);
 }
@@ -653,6 +654,7 @@ static json_t *op_job_register (struct agent *a, struct conn *c, json_t *req,
     r->msgid = c->req_id;
     r->job_id = job.job_id;
     r->restart = job.restart;
+    r->deadline = tier_now_ms () + AGENT_REGISTER_MS;
     r->tail = &r->wait;
     (void) snprintf (r->why, sizeof (r->why), "%s", why);
     r->in_call = true;

@@ -124,6 +124,18 @@ static int parse_error (const char *s, struct fault_rule *r)
         r->kind = FAULT_HANG;
         return 0;
     }
+    if (!strncasecmp (s, "delay", 5) && isdigit ((unsigned char) s[5])) {
+        char *end;
+        unsigned long ms;
+
+        errno = 0;
+        ms = strtoul (s + 5, &end, 10);
+        if (errno || *end || ms == 0 || ms > 600000)
+            return -1;
+        r->kind = FAULT_DELAY;
+        r->err = (int) ms;
+        return 0;
+    }
     for (i = 0; i < sizeof (errors) / sizeof (errors[0]); i++) {
         if (!strcasecmp (s, errors[i].name)) {
             r->kind = FAULT_ERROR;
@@ -411,7 +423,7 @@ enum fault_kind fault_rules_match (struct fault_rules *rs, const char *path,
             continue;
         __atomic_add_fetch (&r->hits, 1, __ATOMIC_RELAXED);
         kind = r->kind;
-        if (kind == FAULT_ERROR)
+        if (kind == FAULT_ERROR || kind == FAULT_DELAY)
             *err = r->err;
     }
     return kind;

@@ -41,6 +41,7 @@ enum fault_kind {
     FAULT_ERROR, /* answered with an errno value */
     FAULT_SHORT, /* READ or WRITE moves half its bytes (at least 1) */
     FAULT_HANG,  /* not answered until the rules change */
+    FAULT_DELAY, /* answered as usual, after a number of milliseconds */
 };
 
 /* A parsed rule set.  Rules, one per line or separated by ';':
@@ -75,7 +76,8 @@ uint64_t fault_rules_hits (const struct fault_rules *r);
 
 /* One request of op on path: every rule whose pattern and op match counts
  * the call; the first of them that fires decides (and counts a hit).
- * Sets *err for FAULT_ERROR.  Thread-safe (atomic counters).
+ * Sets *err to the errno value for FAULT_ERROR, to the milliseconds for
+ * FAULT_DELAY.  Thread-safe (atomic counters).
  */
 enum fault_kind fault_rules_match (struct fault_rules *r, const char *path,
                                    enum fault_op op, int *err);

@@ -451,7 +451,8 @@ static int session_ended (void *arg)
 /* The fault rules on one request of type field on path (counted already):
  * 0 to go on, or the errno value to answer with.  A hang holds this
  * worker thread (and no lock) until the rules are set again or the
- * session ends, then answers EIO.  *shortp (reads and writes) is set
+ * session ends, then answers EIO; a delay holds it for its milliseconds,
+ * then lets it go on.  *shortp (reads and writes) is set
  * for a short transfer.
  */
 static int op_fault (struct gfsemu *gx, const char *path,
@@ -465,6 +466,14 @@ static int op_fault (struct gfsemu *gx, const char *path,
         case FAULT_HANG:
             (void) fault_ctl_hang (gx->faults, session_ended, gx->se);
             return EIO;
+        case FAULT_DELAY: /* err ms, in steps that notice the end */
+            for (int left = err; left > 0 && !session_ended (gx->se);
+                 left -= 100) {
+                struct timespec ts = { 0,
+                                       (left < 100 ? left : 100) * 1000000L };
+                (void) nanosleep (&ts, NULL);
+            }
+            return 0;
         case FAULT_SHORT:
             if (shortp)
                 *shortp = 1;

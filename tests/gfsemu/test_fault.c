@@ -94,6 +94,10 @@ static void test_parse_errors (void **state)
     bad ("x:READ:EIO", "unknown request 'READ'");
     bad ("x:read:EBADNESS", "unknown error 'EBADNESS'");
     bad ("x:read:", "unknown error ''");
+    bad ("x:read:delay", "unknown error 'delay'");
+    bad ("x:read:delay0", "unknown error 'delay0'");
+    bad ("x:read:delay5s", "unknown error 'delay5s'");
+    bad ("x:read:delay600001", "unknown error 'delay600001'");
     bad ("x:open:short", "short applies to read and write only");
     bad ("x:read:EIO:0", "bad WHEN '0'");
     bad ("x:read:EIO:-1", "bad WHEN");
@@ -108,6 +112,21 @@ static void test_parse_errors (void **state)
     bad ("seed=", "expected seed=N");
     /* The rule is named by its number and text. */
     bad ("a:read:EIO\nb:read:EIO;c:bad:EIO", "rule 3 'c:bad:EIO'");
+}
+
+static void test_delay (void **state)
+{
+    struct fault_rules *r = parse ("slow/*:open:delay1500;x:any:DELAY20:2");
+    int err = 0;
+
+    assert_int_equal (match (r, "slow/a", FAULT_OPEN, &err), FAULT_DELAY);
+    assert_int_equal (err, 1500);
+    assert_int_equal (match (r, "slow/a", FAULT_READ, &err), FAULT_NONE);
+    assert_int_equal (match (r, "x", FAULT_READ, &err), FAULT_NONE);
+    assert_int_equal (match (r, "x", FAULT_READ, &err), FAULT_DELAY);
+    assert_int_equal (err, 20);
+    fault_rules_destroy (r);
+    (void) state;
 }
 
 static void test_match_when (void **state)
@@ -337,6 +356,7 @@ int main (void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (test_parse),
         cmocka_unit_test (test_parse_errors),
+        cmocka_unit_test (test_delay),
         cmocka_unit_test (test_match_when),
         cmocka_unit_test (test_match_kinds),
         cmocka_unit_test (test_format_roundtrip),
