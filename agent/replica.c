@@ -230,10 +230,12 @@ void replica_count_hit (struct agent *a, const struct store_job *job,
 /* ----------------------------------------------------------- requests */
 
 /* An access ACL with entries beyond the mode's three (named users or
- * groups, a mask), or one that cannot be read: it may deny someone. */
-static bool has_acl (const char *path)
+ * groups, a mask), or one that cannot be read: it may deny someone.
+ * path is a name, or /proc/self/fd/N for a descriptor (O_PATH too). */
+static bool has_acl (const char *path, bool follow)
 {
-    ssize_t n = lgetxattr (path, "system.posix_acl_access", NULL, 0);
+    ssize_t n = follow ? getxattr (path, "system.posix_acl_access", NULL, 0)
+                       : lgetxattr (path, "system.posix_acl_access", NULL, 0);
 
     if (n < 0)
         return errno != ENODATA && errno != ENOTSUP;
@@ -243,33 +245,103 @@ static bool has_acl (const char *path)
 /* share = world: only for sources every user may read -- x for owner,
  * group and others on every ancestor, r for all three on the file (a
  * group without it is denied though others may read), and no ACL beyond
- * the mode on any of them (it may deny a user) -- checked by name as
- * root and matched with the descriptor's identity.  Anything else stays
- * per user: a world replica is readable by every user who can compute
- * its name.
+ * the mode on any of them (it may deny a user) -- matched with the
+ * descriptor's identity.  Anything else stays per user: a world replica
+ * is readable by every user who can compute its name.
+ *
+ * This runs on the loop, and a user may have mounted a file system of
+ * their own (FUSE: never answering) over a directory on the way, after
+ * opening the file beneath it.  So only the AllowedRoots directory and
+ * its ancestors (the site's paths) are looked at by name; below it the
+ * path is opened one component at a time (O_PATH), never across a
+ * mount point (EXDEV before the mounted file system is asked anything),
+ * and each component is checked through its descriptor.  A source below
+ * a mount inside the root is not shared.
  */
 #define ALL_X (S_IXUSR | S_IXGRP | S_IXOTH)
 #define ALL_R (S_IRUSR | S_IRGRP | S_IROTH)
-static bool world_readable (const char *path, const struct stat *st)
+static bool fd_has_acl (int fd)
 {
-    char buf[PATH_MAX];
-    struct stat s;
+    char p[64];
 
-    (void) snprintf (buf, sizeof (buf), "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (lstat (buf, &s) < 0 || !S_ISDIR (s.st_mode)
-            || (s.st_mode & ALL_X) != ALL_X || has_acl (buf)) {
-            *p = '/';
-            return false;
+    (void) snprintf (p, sizeof (p), "/proc/self/fd/%d", fd);
+    return has_acl (p, true);
+}
+
+static bool world_readable (struct agent *a, const char *path,
+                            const struct stat *st)
+{
+    const char *root = NULL, *rel;
+    size_t rootlen = 0;
+    char buf[PATH_MAX];
+    bool file = false;
+    struct stat s;
+    int dfd;
+
+    for (int i = 0; i < a->conf->allowed_roots_count; i++) {
+        const char *r = a->conf->allowed_roots[i];
+        if (tier_path_under (path, r) && strlen (r) > rootlen) {
+            root = r;
+            rootlen = strlen (r);
         }
-        *p = '/';
     }
-    return lstat (path, &s) == 0 && S_ISREG (s.st_mode)
-           && (s.st_mode & ALL_R) == ALL_R && !has_acl (path)
-           && s.st_dev == st->st_dev && s.st_ino == st->st_ino;
+    if (!root || rootlen >= sizeof (buf))
+        return false;
+    /* the root and its ancestors, by name ("/" itself is not asked) */
+    memcpy (buf, root, rootlen + 1);
+    for (char *p = buf + 1; p <= buf + rootlen; p++) {
+        char c = *p;
+        bool ok;
+
+        if (c != '/' && c != '\0')
+            continue;
+        if (p == buf + 1 && c == '\0')
+            break; /* root "/" */
+        *p = '\0';
+        ok = lstat (buf, &s) == 0 && S_ISDIR (s.st_mode)
+             && (s.st_mode & ALL_X) == ALL_X && !has_acl (buf, false);
+        *p = c;
+        if (!ok)
+            return false;
+    }
+    /* below it, through descriptors, on the root's own mount */
+    if ((dfd = open (root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        return false;
+    for (rel = path + rootlen; *rel == '/'; rel++)
+        ;
+    while (*rel) {
+        const char *end = strchr (rel, '/');
+        size_t n = end ? (size_t) (end - rel) : strlen (rel);
+        char comp[NAME_MAX + 1];
+        int fd;
+
+        if (n == 0 || n > NAME_MAX)
+            break;
+        memcpy (comp, rel, n);
+        comp[n] = '\0';
+        fd = tier_path_open_beneath (dfd, comp,
+                                     O_PATH | O_NOFOLLOW
+                                         | (end ? O_DIRECTORY : 0),
+                                     0,
+                                     TIER_BENEATH_NO_SYMLINKS
+                                         | TIER_BENEATH_NO_XDEV);
+        close (dfd);
+        dfd = fd;
+        if (fd < 0 || fstat (fd, &s) < 0 || fd_has_acl (fd))
+            break;
+        if (end) {
+            if (!S_ISDIR (s.st_mode) || (s.st_mode & ALL_X) != ALL_X)
+                break;
+            rel = end + 1;
+            continue;
+        }
+        file = S_ISREG (s.st_mode) && (s.st_mode & ALL_R) == ALL_R
+               && s.st_dev == st->st_dev && s.st_ino == st->st_ino;
+        break;
+    }
+    if (dfd >= 0)
+        close (dfd);
+    return file;
 }
 
 /* The request's one descriptor: the server let it in only on a mount of
@@ -455,7 +527,7 @@ static json_t *serve (struct agent *a, struct conn *c, struct replica_req *rq,
 {
     struct replicas *r = a->replicas;
     bool world = rq->pol->share == TIER_PSHARE_WORLD
-                 && world_readable (rq->path, &rq->st);
+                 && world_readable (a, rq->path, &rq->st);
     char why[256];
     struct replica *x;
     struct fetch *f;

@@ -204,6 +204,8 @@ int tier_path_open_beneath (int rootfd, const char *rel, int flags,
 
     if (bflags & TIER_BENEATH_NO_SYMLINKS)
         how.resolve |= RESOLVE_NO_SYMLINKS;
+    if (bflags & TIER_BENEATH_NO_XDEV)
+        how.resolve |= RESOLVE_NO_XDEV;
     while (*r == '/')
         r++;
     if (*r == '\0')
@@ -219,6 +221,10 @@ int tier_path_open_beneath (int rootfd, const char *rel, int flags,
     if (fd >= 0 || errno != ENOSYS)
         return (int) fd;
 #endif
+    if (bflags & TIER_BENEATH_NO_XDEV) {
+        errno = ENOSYS; /* a walk would enter the mount to see it */
+        return -1;
+    }
     return open_beneath_walk (rootfd, rel, flags, mode);
 }
 

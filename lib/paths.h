@@ -35,15 +35,19 @@ bool tier_path_under (const char *path, const char *root);
 const char *tier_path_strip (const char *path, const char *root);
 
 enum {
-    TIER_BENEATH_NO_SYMLINKS = 1,   /* refuse every symlink, even inside */
+    TIER_BENEATH_NO_SYMLINKS = 1, /* refuse every symlink, even inside */
+    TIER_BENEATH_NO_XDEV = 2,     /* refuse to cross a mount point */
 };
 
 /* Open rel (relative, or absolute = taken relative to the root) beneath
  * the directory rootfd.  No component may lead out of the root: ".."
  * above it and symlinks pointing outside fail with EXDEV (openat2) or
  * ELOOP; with TIER_BENEATH_NO_SYMLINKS any symlink fails with ELOOP.
- * Uses openat2 (RESOLVE_BENEATH) and falls back to an O_NOFOLLOW walk that
- * refuses every symlink.  Returns a descriptor, or -1 with errno set.
+ * With TIER_BENEATH_NO_XDEV a component that is a mount point fails with
+ * EXDEV before its file system is asked anything (openat2 only: without
+ * it, ENOSYS).  Uses openat2 (RESOLVE_BENEATH) and falls back to an
+ * O_NOFOLLOW walk that refuses every symlink.  Returns a descriptor, or
+ * -1 with errno set.
  */
 int tier_path_open_beneath (int rootfd, const char *rel, int flags,
                             int mode, int bflags);

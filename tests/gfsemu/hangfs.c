@@ -3,7 +3,7 @@
 /* hangfs.c - a FUSE file system whose flush never answers (a test's
  * hostile user)
  *
- *   hangfs MOUNTPOINT
+ *   hangfs [-g] [-a] MOUNTPOINT
  *
  * Mounted by an unprivileged user (fusermount3), as any user can on a
  * stock install where /dev/fuse is 0666.  The root holds one file, "f"
@@ -11,7 +11,14 @@
  * every close(2) of a descriptor of f, in whichever process closes it --
  * is never answered, so that close sleeps in the kernel until the daemon
  * dies or the connection is aborted.  The attacker opens f and passes
- * the descriptor to a daemon that will close it (tests/t/0140).  Runs in
+ * the descriptor to a daemon that will close it (tests/t/0140).  With -g
+ * no GETATTR or LOOKUP is answered either: a stat(2) of the mount point,
+ * or of any path through it, sleeps the same way (the attacker mounts it
+ * over a directory of the GFS after opening a file beneath it).  With -a
+ * it is mounted allow_other (which /etc/fuse.conf's user_allow_other
+ * lets users do): without it the kernel refuses other users, root too,
+ * every request on it but the flush of a descriptor they were given.
+ * Runs in
  * the foreground, single-threaded; ends on SIGTERM (its mount goes with
  * it).
  */
@@ -25,6 +32,8 @@
 
 #define FILE_INO 2
 #define FILE_SIZE 64
+
+static int hang_attr; /* -g */
 
 static void fill (fuse_ino_t ino, struct stat *st)
 {
@@ -47,6 +56,10 @@ static void hang_lookup (fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     struct fuse_entry_param e;
 
+    if (hang_attr) {
+        fprintf (stderr, "hangfs: a lookup came; not answering it\n");
+        return;
+    }
     if (parent != FUSE_ROOT_ID || strcmp (name, "f")) {
         fuse_reply_err (req, ENOENT);
         return;
@@ -63,6 +76,10 @@ static void hang_getattr (fuse_req_t req, fuse_ino_t ino,
     struct stat st;
 
     (void) fi;
+    if (hang_attr) {
+        fprintf (stderr, "hangfs: a getattr came; not answering it\n");
+        return;
+    }
     if (ino != FUSE_ROOT_ID && ino != FILE_INO) {
         fuse_reply_err (req, ENOENT);
         return;
@@ -124,13 +141,26 @@ static const struct fuse_lowlevel_ops ops = {
 
 int main (int argc, char **argv)
 {
-    char *fargv[] = { argv[0], NULL };
+    char *fargv[] = { argv[0], NULL, NULL, NULL };
     struct fuse_args args = FUSE_ARGS_INIT (1, fargv);
     struct fuse_session *se;
     int rc = 1;
 
+    while (argc > 2 && argv[1][0] == '-') {
+        if (!strcmp (argv[1], "-g"))
+            hang_attr = 1;
+        else if (!strcmp (argv[1], "-a")) {
+            fargv[1] = "-o";
+            fargv[2] = "allow_other";
+            args.argc = 3;
+        }
+        else
+            break;
+        argv++;
+        argc--;
+    }
     if (argc != 2) {
-        fprintf (stderr, "usage: hangfs MOUNTPOINT\n");
+        fprintf (stderr, "usage: hangfs [-g] [-a] MOUNTPOINT\n");
         return 2;
     }
     if (!(se = fuse_session_new (&args, &ops, sizeof (ops), NULL)))

@@ -9,6 +9,9 @@
 #                                            print what arrives and when
 #   rawclient.py SOCKET fd FILE JSON         a request carrying a read-only
 #                                            descriptor of FILE (SCM_RIGHTS)
+#   rawclient.py SOCKET passfd N JSON        a request carrying descriptor N,
+#                                            which the caller opened (a file
+#                                            whose path has changed since)
 #   rawclient.py SOCKET flood N GOFILE       send N pings without reading
 #                                            the replies; print whether the
 #                                            agent stopped reading (no
@@ -331,6 +334,10 @@ def main():
         fd = os.open(sys.argv[3], os.O_RDONLY)
         socket.send_fds(s, [HDR.pack(MAGIC, 1, 1, 7, len(body)) + body], [fd])
         os.close(fd)
+    elif what == "passfd":
+        body = sys.argv[4].encode()
+        socket.send_fds(s, [HDR.pack(MAGIC, 1, 1, 7, len(body)) + body],
+                        [int(sys.argv[3])])
     elif what == "half":
         body = b'{"op":"ping"}'
         s.sendall(HDR.pack(MAGIC, 1, 1, 7, len(body)) + body[:5])

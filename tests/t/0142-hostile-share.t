@@ -122,5 +122,58 @@ test_expect_success 'share = world: a file its group or an ACL denies gets per-u
     ! as_user bob cat $U/$(key_of $WP/adeny) >/dev/null 2>&1 &&
     rm -f $CLUSTER/etc/policies.d/wpub.json
 '
+# The world check runs on the agent's loop and looks at each directory
+# on the way to the source.  bob's job step opens a file in a directory
+# of his in a share = world tree; bob, logged in to the node, then mounts
+# his own FUSE file system over that directory (tests/gfsemu/hangfs -g:
+# no stat through it is ever answered; -a: allow_other, which a site
+# allows with user_allow_other in /etc/fuse.conf, and without which the
+# kernel refuses root's stat at once), and the step asks for a replica
+# of the file with the descriptor, which is still the GFS's.  The agent
+# must not look through his mount (its loop would sleep there): it stops
+# at the mount point, bob gets a replica of his own, and a ping answers.
+HANGFS=$TIER_BUILDDIR/tests/gfsemu/hangfs
+RAW="python3 $TIER_SRCDIR/tests/lib/rawclient.py"
+HM=$WP/bob/mnt
+BD=$TRASH/bob && mkdir -p $BD && chown bob $BD && chmod 755 $TRASH
+FUSE_MODE=$(stat -c %a /dev/fuse)
+test_at_exit "chmod $FUSE_MODE /dev/fuse"
+if [ -e /etc/fuse.conf ]; then
+    cp -p /etc/fuse.conf $TRASH/fuse.conf && test_at_exit "cp -p $TRASH/fuse.conf /etc/fuse.conf"
+else
+    test_at_exit "rm -f /etc/fuse.conf"
+fi
+test_at_exit "touch $BD/go; kill -9 \$(cat $BD/hangfs.pid 2>/dev/null) 2>/dev/null; sleep 1; umount -l $HM 2>/dev/null"
+cat >$BD/step.sh <<EOF
+#!/bin/sh
+# in bob's job step: open the file on the GFS, wait for the mount, ask
+exec 3<"$HM/x/f"
+touch $BD/opened
+i=0
+while [ ! -e $BD/go ]; do i=\$((i + 1)); [ \$i -lt 300 ] || exit 1; sleep 0.1; done
+exec $RAW $CLUSTER/run/tier/n2/tierd.sock passfd 3 '{"op":"replica.open","path":"$HM/x/f"}'
+EOF
+chmod 755 $BD/step.sh
+sed "/^AgentTimeout *=/d" $CONF >$TRASH/ping.conf && echo "AgentTimeout = 2s" >>$TRASH/ping.conf
+chmod 644 $TRASH/ping.conf
+hm_mounted () { awk -v m="$HM" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo; }
+test_expect_success 'share = world: the agent does not look through a mount of the user'"'"'s own on the way' '
+    mkdir -p $WPB/bob/mnt/x && head -c 4096 /dev/urandom >$WPB/bob/mnt/x/f &&
+    chown -R bob: $WPB/bob && chmod -R a+rX $WPB/bob &&
+    printf "{\"version\": 1, \"policies\": {\"%s\": {\"role\": \"batch\", \"share\": \"world\"}}}\n" \
+        "$WP" >$CLUSTER/etc/policies.d/wpub.json &&
+    { (cd $BH && as_user bob srun -w n2 --tier-cache=auto env -u LD_PRELOAD $BD/step.sh) \
+        >$TRASH/cover.out 2>&1 & } && sp=$! &&
+    wait_for 30 test -e $BD/opened &&
+    chmod 0666 /dev/fuse && echo user_allow_other >>/etc/fuse.conf &&
+    { as_user bob sh -c "echo \$\$ >$BD/hangfs.pid; exec $HANGFS -g -a $HM" 2>$BD/hangfs.log & } &&
+    wait_for 10 hm_mounted && touch $BD/go &&
+    { wait $sp; cat $TRASH/cover.out $BD/hangfs.log; } &&
+    grep "^version=1 .*\"replica\": *\"$CLUSTER/bb/replicas/u$(id -u bob)/" $TRASH/cover.out &&
+    $CLUSTER/lib/tierctl -c $TRASH/ping.conf -N n2 ping &&
+    ! grep -q "getattr came\|lookup came" $BD/hangfs.log &&
+    kill -9 $(cat $BD/hangfs.pid) && sleep 1 && umount -l $HM && ! hm_mounted &&
+    rm -f $CLUSTER/etc/policies.d/wpub.json
+'
 test_expect_success 'no node was drained' 'no_drain'
 test_done

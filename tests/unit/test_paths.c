@@ -170,6 +170,40 @@ static void test_open_beneath (void **state)
     close (rootfd);
 }
 
+/* TIER_BENEATH_NO_XDEV: a mount point on the way is refused (/proc is
+ * one wherever this runs); the root's own file system is fine */
+static void test_open_beneath_xdev (void **state)
+{
+    char p[PATH_MAX + 8];
+    int rootfd, fd;
+
+    (void) state;
+    assert_true ((rootfd = open ("/", O_PATH | O_DIRECTORY)) >= 0);
+    assert_true ((fd = tier_path_open_beneath (rootfd, "proc/self", O_PATH, 0,
+                                               0))
+                 >= 0);
+    close (fd);
+    errno = 0;
+    assert_int_equal (tier_path_open_beneath (rootfd, "proc/self", O_PATH, 0,
+                                              TIER_BENEATH_NO_XDEV),
+                      -1);
+    assert_int_equal (errno, EXDEV);
+    errno = 0;
+    assert_int_equal (tier_path_open_beneath (rootfd, "proc", O_PATH, 0,
+                                              TIER_BENEATH_NO_XDEV),
+                      -1);
+    assert_int_equal (errno, EXDEV);
+    /* without a mount on the way, as without the flag */
+    snprintf (p, sizeof (p), "%s/in", root);
+    close (rootfd);
+    assert_true ((rootfd = open (p, O_PATH | O_DIRECTORY)) >= 0);
+    assert_true ((fd = tier_path_open_beneath (rootfd, "sub/file", O_RDONLY, 0,
+                                               TIER_BENEATH_NO_XDEV))
+                 >= 0);
+    close (fd);
+    close (rootfd);
+}
+
 /* any name survives escaping into a list item and splitting it again */
 static void test_list_escape (void **state)
 {
@@ -225,6 +259,8 @@ int main (void)
         cmocka_unit_test (test_dotdot),
         cmocka_unit_test (test_under),
         cmocka_unit_test (test_list_escape),
+        cmocka_unit_test_setup_teardown (test_open_beneath_xdev, setup_tree,
+                                         teardown_tree),
         cmocka_unit_test_setup_teardown (test_open_beneath, setup_tree,
                                          teardown_tree),
     };
