@@ -442,11 +442,11 @@ test_have_prereq ROOT && command -v strace >/dev/null && test_set_prereq STRACE
 # The agent walks the sources of a job's mirrors again at each job start
 # (its mirror checker, off the loop): a GFS that does not answer those
 # walks (n3's agent and its children are held for a minute on both
-# directories by strace) holds the job's registration 5 s at most for all
-# of them together (one walk each would reach the plugin's 10 s
-# AgentTimeout: a warning); the job runs through the interposer, and the
-# mirrors stay for the next job.
-test_expect_success STRACE 'eager mode: walks the GFS does not answer hold the agent 5 s at most' '
+# directories by strace) holds the job's registration within the job
+# start's 7 s for all of them together (one walk each would reach the
+# plugin's 10 s AgentTimeout: a warning); the job runs through the
+# interposer, and the mirrors stay for the next job.
+test_expect_success STRACE 'eager mode: walks the GFS does not answer hold the job start 7 s at most' '
     as_user alice mkdir -p $H/tools2 && as_user alice sh -c "echo two > $H/tools2/f" &&
     (cd $H && as_user alice $TIERCTL set policy $H/tools2 batch) &&
     (cd $H && as_user alice $TIERCTL -N n2 prefetch --bind $H/tools $H/tools2) >$TRASH/bind2 && cat $TRASH/bind2 &&
@@ -461,7 +461,7 @@ test_expect_success STRACE 'eager mode: walks the GFS does not answer hold the a
     cat $OUT/eager3.out && test "$(head -1 $OUT/eager3.out)" = 0 && ! grep -q warning $OUT/eager3.out &&
     grep -q "$(sha256sum <$GFS-backing/home/alice/tools/lib/data | cut -d" " -f1)" $OUT/eager3.out &&
     grep "job $id: mirror $H/tools2\? not bound" $CLUSTER/log/tierd-n3.log >$TRASH/nb && cat $TRASH/nb &&
-    test "$(grep -c "did not finish within 5 s" $TRASH/nb)" = 1 &&
+    test "$(grep -c "did not finish within the job start'"'"'s 7 s" $TRASH/nb)" = 1 &&
     test "$(grep -c "no time left to walk" $TRASH/nb)" = 1 &&
     id=$(sbatch_wait alice -w n3 --tier-cache=auto -o $OUT/eager4.out \
         --wrap "grep -c \" $H/tools2\? ro,\" /proc/self/mountinfo") &&

@@ -132,6 +132,8 @@ test_expect_success 'share = world: a file its group or an ACL denies gets per-u
 # of the file with the descriptor, which is still the GFS's.  The agent
 # must not look through his mount (its loop would sleep there): it stops
 # at the mount point, bob gets a replica of his own, and a ping answers.
+# (The step waits a second after the mount, for hangfs to take the
+# kernel's INIT: before that, the old check was not caught.)
 HANGFS=$TIER_BUILDDIR/tests/gfsemu/hangfs
 RAW="python3 $TIER_SRCDIR/tests/lib/rawclient.py"
 HM=$WP/bob/mnt
@@ -167,7 +169,8 @@ test_expect_success 'share = world: the agent does not look through a mount of t
     wait_for 30 test -e $BD/opened &&
     chmod 0666 /dev/fuse && echo user_allow_other >>/etc/fuse.conf &&
     { as_user bob sh -c "echo \$\$ >$BD/hangfs.pid; exec $HANGFS -g -a $HM" 2>$BD/hangfs.log & } &&
-    wait_for 10 hm_mounted && touch $BD/go &&
+    wait_for 10 hm_mounted && wait_for 10 grep -q "mounted at" $BD/hangfs.log &&
+    sleep 1 && touch $BD/go &&
     { wait $sp; cat $TRASH/cover.out $BD/hangfs.log; } &&
     grep "^version=1 .*\"replica\": *\"$CLUSTER/bb/replicas/u$(id -u bob)/" $TRASH/cover.out &&
     $CLUSTER/lib/tierctl -c $TRASH/ping.conf -N n2 ping &&
