@@ -76,9 +76,10 @@
 /* A walk of a source takes this long at most: tierctl prefetch --bind's
  * (in the builder, off the loop).  At each job start all the job's
  * mirrors are walked again together (in the checker: mirror_job_binds)
- * within what is left of the registration's deadline, less CHECK_ANSWER_MS
- * for the checker to answer (a walker given up on is waited for 1 s).  A directory that cannot be walked in time
- * is not mirrored or not bound, and its jobs use the interposer.
+ * within what is left of the registration's deadline, less
+ * CHECK_ANSWER_MS for the checker to answer (a walker given up on is
+ * waited for 1 s).  A directory that cannot be walked in time is not
+ * mirrored or not bound, and its jobs use the interposer.
  */
 #define WALK_MS 5000
 #define CHECK_ANSWER_MS 1500
