@@ -260,6 +260,19 @@ static bool has_acl (const char *path, bool follow)
  */
 #define ALL_X (S_IXUSR | S_IXGRP | S_IXOTH)
 #define ALL_R (S_IRUSR | S_IRGRP | S_IROTH)
+/* The longest AllowedRoots directory path is under, or NULL. */
+static const char *allowed_root (struct agent *a, const char *path)
+{
+    const char *root = NULL;
+
+    for (int i = 0; i < a->conf->allowed_roots_count; i++) {
+        const char *r = a->conf->allowed_roots[i];
+        if (tier_path_under (path, r) && (!root || strlen (r) > strlen (root)))
+            root = r;
+    }
+    return root;
+}
+
 static bool fd_has_acl (int fd)
 {
     char p[64];
@@ -271,20 +284,13 @@ static bool fd_has_acl (int fd)
 static bool world_readable (struct agent *a, const char *path,
                             const struct stat *st)
 {
-    const char *root = NULL, *rel;
-    size_t rootlen = 0;
+    const char *root = allowed_root (a, path), *rel;
+    size_t rootlen = root ? strlen (root) : 0;
     char buf[PATH_MAX];
     bool file = false;
     struct stat s;
     int dfd;
 
-    for (int i = 0; i < a->conf->allowed_roots_count; i++) {
-        const char *r = a->conf->allowed_roots[i];
-        if (tier_path_under (path, r) && strlen (r) > rootlen) {
-            root = r;
-            rootlen = strlen (r);
-        }
-    }
     if (!root || rootlen >= sizeof (buf))
         return false;
     /* the root and its ancestors, by name ("/" itself is not asked) */
@@ -618,10 +624,7 @@ static int get_path (json_t *req, char *out, size_t size,
 
 static bool under_allowed (struct agent *a, const char *path)
 {
-    for (int i = 0; i < a->conf->allowed_roots_count; i++)
-        if (tier_path_under (path, a->conf->allowed_roots[i]))
-            return true;
-    return false;
+    return allowed_root (a, path) != NULL;
 }
 
 /* Opens served from the interposer's own cache since its last report:
