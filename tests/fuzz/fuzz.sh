@@ -105,7 +105,8 @@ fuzz_build () {
     [ "$_n" = tjson ] && _libs="$(pkg-config --cflags --libs jansson)"
     [ "$_n" = policy ] && _libs="$(pkg-config --cflags --libs jansson)"
     [ "$_n" = evt ] && _libs=-lm
-    [ "$_n" = rpc ] && _libs=$(agent_flags)
+    # the agent's forks go through fuzz_rpc.c's __wrap_fork
+    [ "$_n" = rpc ] && _libs="$(agent_flags) -Wl,--wrap=fork"
     # shellcheck disable=SC2086,SC2090
     "$FUZZ_CC" $FUZZ_FLAGS -Wall -Wextra -Wno-unused-parameter \
         -o "$2" "$FUZZ_SRC/fuzz_$_n.c" $_src $_libs

@@ -143,8 +143,11 @@ put("policy", [
 
 # fuzz_rpc: requests separated by 0x1e; each starts with a byte whose
 # bits 0-1 pick the caller (0 root, 1 SlurmUser, 2 a user, 3 nobody),
-# bits 2-3 how many descriptors go with it, bits 4-5 which
+# bits 2-3 how many descriptors go with it, bits 4-5 which, bits 6-7 what
+# a child it starts does (0 ends at once unable to set up, 1 ends at once
+# with 0, 2 is killed at once, 3 is a real fork that does its work)
 ROOT, SLURM, USER, NOBODY = 0, 1, 2, 3
+CHILD_OK, CHILD_KILLED, CHILD_REAL = 0x40, 0x80, 0xc0
 
 
 def rpc(*reqs):
@@ -206,4 +209,15 @@ put("rpc", [
         (ROOT, b'{"op":"job.register","job_id":6,"uid":4242,"gid":4242,'
                b'"user":"alice","groups":[4294967295,-1,"x"]}'),
         (USER | 0x3c, b'{"op":"ping"}')),
+    # the stage-in and stage-out above with children that do their work
+    # (as nobody, whose uid they can take), end with 0, or are killed
+    rpc((ROOT | CHILD_REAL, REG_NOBODY),
+        (ROOT | CHILD_REAL, b'{"op":"job.stage_in","job_id":9,"uid":65534,'
+                            b'"gid":65534,"user":"nobody",'
+                            b'"items":["/gfs/in/a","/gfs/data"]}'),
+        (ROOT | CHILD_OK, b'{"op":"job.stageout","job_id":9,"restart":0,'
+                          b'"dirs":["/gfs/out"]}'),
+        (NOBODY | CHILD_KILLED, b'{"op":"job.stageout_sync","job_id":9,'
+                                b'"timeout_ms":10,"wait":false}'),
+        (ROOT | CHILD_REAL, b'{"op":"job.end","job_id":9}')),
 ])

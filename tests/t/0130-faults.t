@@ -99,13 +99,18 @@ test_expect_success 'every rule fired' '
         test "$h" -gt 0 || exit 1
     done
 '
+no_temps () { test -z "$(find "$1" -name ".*.part")"; }
 # so_failed CASE: the outputs are kept, not on the GFS, and every report
 # names the file, the job and the reason
 so_failed () {
     _n=$1 _node=$2 _id=$(cat $TRASH/id-$1) _r=$(reason_of $1) _d=$H/o-$1
     echo "--- $_n (job $_id on $_node): $_r"
-    test ! -e $HB/o-$_n/a.bin && test ! -e $HB/o-$_n/sub/b.txt &&
-    test -z "$(find $HB/o-$_n -name ".*.part")" &&
+    for _f in a.bin sub/b.txt; do
+        test ! -e $HB/o-$_n/$_f || { echo "$_f is on the GFS"; return 1; }
+    done &&
+    # the migrator retries with backoff: an attempt in flight has its
+    # temporary for a moment; none may stay
+    wait_for 10 no_temps $HB/o-$_n || { find $HB/o-$_n -name ".*.part"; return 1; } &&
     (cd $NV/$_node/.outbox/$_id.0/0/upper && sha256sum -c --quiet $SUMS/$_n) &&
     alice $TIERCTL -N $_node outputs --job $_id >$TRASH/out-$_n && cat $TRASH/out-$_n &&
     grep -q "^failed .* $_d/a.bin .*$_r" $TRASH/out-$_n &&
