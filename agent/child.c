@@ -28,6 +28,7 @@
 #include "lib/log.h"
 #include "agent.h"
 #include "child.h"
+#include "usercg.h"
 
 #define READ_BURST 64                   /* messages read per event */
 #define WQUEUE_MAX (CHMSG_MAX * 4)
@@ -159,6 +160,8 @@ child_run (const struct child_spec *s, int chan, pid_t parent)
         if (getppid () != parent)
             _exit (0);
     }
+    if (s->for_uid || (s->cred && s->cred->uid))
+        (void) usercg_join (s->for_uid ? s->for_uid : s->cred->uid);
     if (s->as_root && s->as_root (s->arg) < 0)
         _exit (CHILD_EXIT_SETUP);
     if (s->cred && tier_cred_drop (s->cred, s->mode) < 0) {

@@ -13,8 +13,10 @@
  *      the full title in argv ("tierd-mig job 42.0 alice"), so that ps
  *      tells the children apart and a match on the agent's command
  *      line never finds them (tests stop the agent by its pid file);
- *   4. spec->as_root, for work that needs root before the drop (opening
- *      the write cache's directories);
+ *   4. the cgroups of the user it works for (usercg.h: spec->for_uid,
+ *      else the uid of spec->cred; none for root), then spec->as_root,
+ *      for work that needs root before the drop (opening the write
+ *      cache's directories);
  *   5. the credentials spec->cred in spec->mode, for good (lib/cred.h:
  *      tier_cred_drop), when spec->cred is set; else it stays root;
  *   6. PR_SET_PDEATHSIG SIGKILL, armed after the last credential change
@@ -90,6 +92,7 @@ struct child_spec {
     const char *name;               /* comm: "tierd-mig" */
     char title[CHILD_TITLE_MAX];    /* the full title; "" = name */
     const struct tier_cred *cred;   /* NULL: stays root */
+    uid_t for_uid;                  /* whose work (step 4): 0, cred's */
     enum tier_cred_mode mode;
     int keep[CHILD_KEEP_MAX];       /* descriptors the child keeps */
     int nkeep;

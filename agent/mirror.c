@@ -872,6 +872,7 @@ json_t *op_replica_mirror (struct agent *a, struct conn *c, json_t *req,
     run->cred = cred;
     (void) snprintf (run->dir, sizeof (run->dir), "%s", dir);
     spec.arg = spec.owner = run;
+    spec.for_uid = run->uid;
     (void) snprintf (spec.title, sizeof (spec.title),
                      "tierd-mirror uid %u %.96s", (unsigned) run->uid,
                      run->dir);
@@ -1063,6 +1064,7 @@ void mirror_job_binds (struct agent *a, const struct store_job *job,
     }
     b->deadline = deadline - CHECK_ANSWER_MS;
     spec.arg = b;
+    spec.for_uid = job->uid;
     (void) snprintf (spec.title, sizeof (spec.title),
                      "tierd-binds job %u uid %u", (unsigned) job->job_id,
                      (unsigned) job->uid);

@@ -469,6 +469,7 @@ static int fetch_start (struct agent *a, struct fetch *f, tier_error_t *error)
                      "%.2048s/replicas/%.24s", r->bb, f->scope);
     (void) snprintf (ctx.tmp_path, sizeof (ctx.tmp_path), "%.2048s/.tmp/%.64s",
                      r->bb, a->node);
+    spec.for_uid = f->uid;
     (void) snprintf (spec.title, sizeof (spec.title), "tierd-fetch %.100s",
                      f->id);
     if (!(f->child = child_start (a, &spec, error)))

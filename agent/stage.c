@@ -469,6 +469,7 @@ static int start_stager (struct agent *a, struct stage_req *r,
                                      &p->ticket);
     spec.keep[spec.nkeep++] = r->streamfd;
     spec.owner = p;
+    spec.for_uid = r->uid;
     (void) snprintf (spec.title, sizeof (spec.title),
                      "tierd-stage job %u "
                      "%s",

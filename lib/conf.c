@@ -61,6 +61,9 @@ static const struct conf_key keys[] = {
     { "BBMinFree", CONF_SIZE, OFF (bb_min_free), 0 },
     { "BBUserMax", CONF_SIZE, OFF (bb_user_max), 0 },
     { "WriteCacheUserMax", CONF_SIZE, OFF (write_cache_user_max), 0 },
+    { "UserCgroupDir", CONF_PATH_EMPTY, OFF (user_cgroup_dir), 0 },
+    { "UserCgroupMemory", CONF_SIZE, OFF (user_cgroup_memory), 0 },
+    { "UserCgroupTasks", CONF_COUNT, OFF (user_cgroup_tasks), 0 },
     { "BBLockStale", CONF_SEC, OFF (bb_lock_stale), 0 },
     { "GfsStreams", CONF_COUNT, OFF (gfs_streams), 0 },
     { "UserBandwidth", CONF_SIZE, OFF (user_bandwidth), 0 },
@@ -162,14 +165,15 @@ struct tier_conf *tier_conf_create (const char *node)
     conf->gfs_streams = 4;
     conf->clients_per_user = 64;
     conf->fetches_per_user = 64;
+    conf->user_cgroup_tasks = 512;
     conf->replica_wait = 600;
     if (!(conf->socket_dir = strdup ("/run/tier"))
         || !(conf->state_dir = strdup ("/var/lib/tier"))
         || !(conf->namespace_dir = strdup ("/run/tier/ns"))
         || !(conf->shared_state_dir = strdup (""))
-        || !(conf->log_file = strdup (""))
-        || !(conf->nvdimm_dir = strdup (""))
+        || !(conf->log_file = strdup ("")) || !(conf->nvdimm_dir = strdup (""))
         || !(conf->bb_dir = strdup (""))
+        || !(conf->user_cgroup_dir = strdup ("/tier"))
         || !(conf->tierd_path = strdup (TIER_SBINDIR "/tierd"))
         || !(conf->slurm_user = strdup ("slurm"))
         || !(conf->slurm_conf = strdup (""))

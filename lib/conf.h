@@ -43,6 +43,12 @@ struct tier_conf {
                                     * write caches on this node may hold
                                     * before a new job gets none (0: no
                                     * limit) */
+    char *user_cgroup_dir;         /* UserCgroupDir: where in each cgroup
+                                 * hierarchy the agent charges the work it
+                                 * does for a user ("" = not at all) */
+    uint64_t user_cgroup_memory;   /* UserCgroupMemory: that cgroup's memory
+                                  * limit (0: none) */
+    unsigned user_cgroup_tasks;    /* UserCgroupTasks: its pids.max */
     uint64_t bb_lock_stale;     /* BBLockStale (s): a fetch lock whose
                                  * heartbeat stopped this long is broken */
     unsigned gfs_streams;       /* GfsStreams: concurrent GFS streams (a

@@ -41,6 +41,9 @@ static const char *full = "# a full configuration\n"
                           "EndpointPartSize = 16M\n"
                           "EndpointMultipartThreshold = 1G\n"
                           "StallTimeout = 90s\n"
+                          "UserCgroupDir = /site/tier/%n\n"
+                          "UserCgroupTasks = 64\n"
+                          "UserCgroupMemory = 2G\n"
                           "\n"
                           "   \t\n";
 
@@ -61,6 +64,9 @@ static void test_defaults (void **state)
     assert_true (conf->endpoint_part_size == 0);
     assert_true (conf->endpoint_multipart == 0);
     assert_true (conf->stall_timeout == 300);
+    assert_string_equal (conf->user_cgroup_dir, "/tier");
+    assert_int_equal (conf->user_cgroup_tasks, 512);
+    assert_true (conf->user_cgroup_memory == 0);
     assert_int_equal (tier_conf_socket_path (conf, path, sizeof (path)), 0);
     assert_string_equal (path, "/run/tier/tierd.sock");
     tier_conf_destroy (conf);
@@ -96,6 +102,18 @@ static void test_full (void **state)
     assert_true (conf->endpoint_part_size == 16ULL << 20);
     assert_true (conf->endpoint_multipart == 1ULL << 30);
     assert_true (conf->stall_timeout == 90);
+    assert_string_equal (conf->user_cgroup_dir, "/site/tier/n2");
+    assert_int_equal (conf->user_cgroup_tasks, 64);
+    assert_true (conf->user_cgroup_memory == 2ULL << 30);
+    /* empty: off; a relative one is refused */
+    assert_int_equal (tier_conf_parse (conf, "UserCgroupDir =\n", "t.conf",
+                                       &error),
+                      0);
+    assert_string_equal (conf->user_cgroup_dir, "");
+    assert_int_equal (tier_conf_parse (conf, "UserCgroupDir = tier\n", "t.conf",
+                                       &error),
+                      -1);
+    assert_non_null (strstr (error.text, "UserCgroupDir"));
     assert_int_equal (tier_conf_expand_user (conf->bb_dir, "alice", out,
                                              sizeof (out)), 0);
     assert_string_equal (out, "/bb/alice");
