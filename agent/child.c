@@ -26,9 +26,9 @@
 
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/usercg.h"
 #include "agent.h"
 #include "child.h"
-#include "usercg.h"
 
 #define READ_BURST 64                   /* messages read per event */
 #define WQUEUE_MAX (CHMSG_MAX * 4)
@@ -98,6 +98,36 @@ static void set_title (const struct child_spec *s)
     }
 }
 
+/* The user cgroups children join (lib/usercg.h): found at start. */
+static struct tier_usercg usercg;
+
+int child_usercg_init (const struct tier_conf *conf)
+{
+    char why[1024], list[1024] = "";
+    size_t used = 0;
+
+    if (tier_usercg_find (&usercg, conf, true, why, sizeof (why)) == 0
+        && !why[0]) {
+        tier_log (LOG_INFO, "user cgroups: %s",
+                  conf->user_cgroup_dir[0] ? "no cgroup hierarchy to use"
+                                           : "off (UserCgroupDir is empty)");
+        return 0;
+    }
+    if (why[0])
+        tier_log (LOG_WARNING, "user cgroups: %s", why);
+    tier_usercg_sweep (&usercg);
+    for (int i = 0; i < usercg.ntrees && used < sizeof (list); i++)
+        used += (size_t) snprintf (list + used, sizeof (list) - used, "%s%s",
+                                   i ? ", " : "", usercg.trees[i].base);
+    if (usercg.ntrees)
+        tier_log (LOG_INFO,
+                  "the work done for a user is charged to their cgroup "
+                  "uid_UID in %s (%u tasks, memory %s)",
+                  list, usercg.tasks_limit,
+                  usercg.mem_limit ? "limited" : "not limited");
+    return usercg.ntrees;
+}
+
 static int cmp_int (const void *x, const void *y)
 {
     return *(const int *) x - *(const int *) y;
@@ -161,7 +191,8 @@ child_run (const struct child_spec *s, int chan, pid_t parent)
             _exit (0);
     }
     if (s->for_uid || (s->cred && s->cred->uid))
-        (void) usercg_join (s->for_uid ? s->for_uid : s->cred->uid);
+        (void) tier_usercg_join (&usercg,
+                                 s->for_uid ? s->for_uid : s->cred->uid);
     if (s->as_root && s->as_root (s->arg) < 0)
         _exit (CHILD_EXIT_SETUP);
     if (s->cred && tier_cred_drop (s->cred, s->mode) < 0) {

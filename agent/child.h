@@ -13,7 +13,7 @@
  *      the full title in argv ("tierd-mig job 42.0 alice"), so that ps
  *      tells the children apart and a match on the agent's command
  *      line never finds them (tests stop the agent by its pid file);
- *   4. the cgroups of the user it works for (usercg.h: spec->for_uid,
+ *   4. the cgroups of the user it works for (lib/usercg.h: spec->for_uid,
  *      else the uid of spec->cred; none for root), then spec->as_root,
  *      for work that needs root before the drop (opening the write
  *      cache's directories);
@@ -63,6 +63,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/conf.h"
 #include "lib/cred.h"
 #include "lib/error.h"
 #include "chmsg.h"
@@ -109,6 +110,11 @@ struct child_spec {
     child_done_f on_done;
     void *owner;                    /* for on_msg and on_done */
 };
+
+/* In the agent, once: find (and make) the user cgroups of conf's
+ * UserCgroupDir that children join (step 4), removing the empty ones
+ * an earlier agent left; how many hierarchies.  Says what it found. */
+int child_usercg_init (const struct tier_conf *conf);
 
 /* The agent's command line, whose memory later holds the children's
  * titles (from main, before anything forks). */

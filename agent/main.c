@@ -28,7 +28,6 @@
 #include "agent.h"
 #include "child.h"
 #include "streams.h"
-#include "usercg.h"
 
 #ifndef TIER_SYSCONFDIR
 #define TIER_SYSCONFDIR "/etc/tier"
@@ -230,7 +229,7 @@ int main (int argc, char **argv)
     if (!(a.store = store_open (path, STORE_MAPSIZE_DEFAULT, &error)))
         tier_log_exit ("%s", error.text);
     tiers_init (&a);
-    (void) usercg_init (a.conf);
+    (void) child_usercg_init (a.conf);
     a.started_ms = a.last_flush_ms = tier_now_ms ();
     if (server_init (&a, &error) < 0)
         tier_log_exit ("%s", error.text);

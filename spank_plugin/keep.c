@@ -35,6 +35,7 @@
 #include "lib/clock.h"
 #include "lib/copy.h"
 #include "lib/jobns.h"
+#include "lib/usercg.h"
 #include "keep.h"
 #include "ns.h"
 #include "opts.h"
@@ -125,6 +126,14 @@ static void child (const struct mount_ctx *m, int k, const char *dir,
     int lowerfd = -1, upfd = -1;
 
     memset (&r, 0, sizeof (r));
+    /* a copy is the user's work: charged to their cgroup, as the agent's
+     * children are (lib/usercg.h; the agent made the directories) */
+    if (keep) {
+        struct tier_usercg u;
+        char why[256];
+        if (tier_usercg_find (&u, m->conf, false, why, sizeof (why)) > 0)
+            (void) tier_usercg_join (&u, m->cred.uid);
+    }
     /* the real GFS directory, as the user, on the host */
     if ((lowerfd = ns_resolve_dir (m, "--tier-scratch", dir, &e)) < 0)
         goto out;

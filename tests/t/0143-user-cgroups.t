@@ -96,6 +96,33 @@ test_expect_success 'the batch fetcher, a root process, is charged to the job'"'
     test "$(cut -d" " -f1 $H/b.out)" = "$(sha256sum <$HB/db/f.bin | cut -d" " -f1)" &&
     gfsemu_fault_clear "$GFS"
 '
+# the epilog's keep copy: alice's process whose parent is root's, under
+# this cluster's slurmd of n1
+ppid_of () { sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d" " -f2; }
+descends () {
+    _p=$1
+    while [ -n "$_p" ] && [ "$_p" -gt 1 ]; do
+        [ "$_p" = "$2" ] && return 0
+        _p=$(ppid_of $_p)
+    done
+    return 1
+}
+keep_child () {
+    _sd=$(cat $CLUSTER/run/slurmd-n1.pid)
+    ps -o pid=,ppid= -u alice | while read -r p pp; do
+        [ "$(stat -c %u /proc/$pp 2>/dev/null)" = 0 ] && descends $p $_sd && echo $p
+    done | head -1
+}
+has_keep_child () { test -n "$(keep_child)"; }
+test_expect_success 'the epilog'"'"'s keep copy, forked by slurmd, is charged to the job'"'"'s user' '
+    as_user alice mkdir -p $H/kscr &&
+    gfsemu_fault "$GFS" "home/alice/kscr/.tier-kept/*:mkdir:delay3000" &&
+    id=$(cd $H && as_user alice sbatch --parsable -w n1 --tier-scratch=$H/kscr --tier-keep=always \
+        -o /dev/null --wrap "head -c 1M /dev/urandom > $H/kscr/k.bin") &&
+    wait_for 60 has_keep_child && k=$(keep_child) && in_user_cg $k n1 $uid_alice &&
+    wait_for 60 job_done $id && test "$(job_state $id)" = COMPLETED &&
+    gfsemu_fault_clear "$GFS" && find $H/kscr/.tier-kept -name k.bin | grep .
+'
 test_expect_success 'each user'"'"'s cgroup: the limits of tier.conf, the default weights, the CPU time' '
     for u in $uid_alice $uid_bob; do
         d=$CG/n1/uid_$u &&

@@ -4,7 +4,7 @@
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "agent/usercg.h"
+#include "lib/usercg.h"
 #include "unit.h"
 
 #include <errno.h>
@@ -18,11 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/log.h"
-
 static int parse (const char *line, char *mnt, unsigned *ctrls)
 {
-    return usercg_parse_mount (line, mnt, PATH_MAX, ctrls);
+    return tier_usercg_parse_mount (line, mnt, PATH_MAX, ctrls);
 }
 
 static void test_parse_v1 (void **state)
@@ -35,19 +33,20 @@ static void test_parse_v1 (void **state)
                              mnt, &c),
                       0);
     assert_string_equal (mnt, "/sys/fs/cgroup/cpu");
-    assert_int_equal (c, USERCG_CPU);
+    assert_int_equal (c, TIER_USERCG_CPU);
     /* combined, no optional field, several of them */
     assert_int_equal (parse ("36 25 0:31 / /sys/fs/cgroup/cpu,cpuacct rw - "
                              "cgroup cgroup rw,cpu,cpuacct",
                              mnt, &c),
                       0);
     assert_string_equal (mnt, "/sys/fs/cgroup/cpu,cpuacct");
-    assert_int_equal (c, USERCG_CPU | USERCG_CPUACCT);
+    assert_int_equal (c, TIER_USERCG_CPU | TIER_USERCG_CPUACCT);
     assert_int_equal (parse ("37 25 0:32 / /cg/m rw shared:1 master:2 - "
                              "cgroup none rw,memory,pids,blkio\n",
                              mnt, &c),
                       0);
-    assert_int_equal (c, USERCG_MEMORY | USERCG_PIDS | USERCG_BLKIO);
+    assert_int_equal (c, TIER_USERCG_MEMORY | TIER_USERCG_PIDS
+                             | TIER_USERCG_BLKIO);
     /* "cpuset" and "name=systemd" are not "cpu" */
     assert_int_equal (parse ("38 25 0:33 / /sys/fs/cgroup/cpuset rw - cgroup "
                              "cgroup rw,cpuset\n",
@@ -74,7 +73,7 @@ static void test_parse_other (void **state)
                              mnt, &c),
                       0);
     assert_string_equal (mnt, "/sys/fs/cgroup/unified");
-    assert_int_equal (c, USERCG_V2);
+    assert_int_equal (c, TIER_USERCG_V2);
     /* the mount point's escapes */
     assert_int_equal (parse ("42 25 0:37 / /mnt/a\\040b\\134c rw - cgroup2 "
                              "none rw\n",
@@ -91,9 +90,9 @@ static void test_parse_other (void **state)
     assert_int_equal (parse ("43 25", mnt, &c), -1);
     assert_int_equal (parse ("", mnt, &c), -1);
     /* a mount point longer than the room for it */
-    assert_int_equal (usercg_parse_mount ("1 2 0:1 / /a/long/path rw - "
-                                          "cgroup2 x rw",
-                                          mnt, 5, &c),
+    assert_int_equal (tier_usercg_parse_mount ("1 2 0:1 / /a/long/path rw - "
+                                               "cgroup2 x rw",
+                                               mnt, 5, &c),
                       -1);
     (void) state;
 }
@@ -143,7 +142,8 @@ static int read_file (const char *path, char *buf, size_t len)
 static void test_join_real (void **state)
 {
     struct tier_conf *conf;
-    char dir[64], want[128], got[512], path[512];
+    struct tier_usercg u;
+    char why[512], dir[64], want[128], got[512], path[512];
     const char *ctrls[] = { "cpuacct", "memory", "pids" };
     int status;
     pid_t pid;
@@ -158,14 +158,18 @@ static void test_join_real (void **state)
     assert_non_null (conf->user_cgroup_dir = strdup (dir));
     conf->user_cgroup_memory = 64 << 20;
     conf->user_cgroup_tasks = 7;
-    assert_true (usercg_init (conf) >= 3);
+    /* not made yet: nothing to find but why */
+    assert_int_equal (tier_usercg_find (&u, conf, false, why, sizeof (why)), 0);
+    assert_non_null (strstr (why, "cannot find /tier-unit."));
+    assert_true (tier_usercg_find (&u, conf, true, why, sizeof (why)) >= 3);
+    assert_string_equal (why, "");
     if ((pid = fork ()) == 0)
-        _exit (usercg_join (4242) >= 3 ? 0 : 1);
+        _exit (tier_usercg_join (&u, 4242) >= 3 ? 0 : 1);
     assert_int_equal (waitpid (pid, &status, 0), pid);
     assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
     /* a child that stays: where it is */
     if ((pid = fork ()) == 0) {
-        (void) usercg_join (4242);
+        (void) tier_usercg_join (&u, 4242);
         pause ();
         _exit (0);
     }
@@ -189,15 +193,16 @@ static void test_join_real (void **state)
               "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", want);
     assert_int_equal (read_file (path, got, sizeof (got)), 0);
     assert_string_equal (got, "67108864");
-    /* in use: a new agent leaves it */
-    assert_true (usercg_init (conf) >= 3);
+    /* in use: a sweep leaves it; found again without making */
+    assert_true (tier_usercg_find (&u, conf, false, why, sizeof (why)) >= 3);
+    tier_usercg_sweep (&u);
     snprintf (path, sizeof (path), "/sys/fs/cgroup/pids%s", want);
     assert_int_equal (access (path, F_OK), 0);
     kill (pid, SIGKILL);
     assert_int_equal (waitpid (pid, &status, 0), pid);
     /* empty: the next one removes it */
     for (int tries = 0; tries < 100 && access (path, F_OK) == 0; tries++) {
-        (void) usercg_init (conf);
+        tier_usercg_sweep (&u);
         usleep (10000);
     }
     assert_int_not_equal (access (path, F_OK), 0);
@@ -212,8 +217,9 @@ static void test_join_real (void **state)
     /* off: nothing to join */
     free (conf->user_cgroup_dir);
     assert_non_null (conf->user_cgroup_dir = strdup (""));
-    assert_int_equal (usercg_init (conf), 0);
-    assert_int_equal (usercg_join (4242), 0);
+    assert_int_equal (tier_usercg_find (&u, conf, true, why, sizeof (why)), 0);
+    assert_string_equal (why, "");
+    assert_int_equal (tier_usercg_join (&u, 4242), 0);
     tier_conf_destroy (conf);
     (void) state;
 }
@@ -226,6 +232,5 @@ int main (void)
         cmocka_unit_test (test_join_real),
     };
 
-    tier_log_init ("test_usercg", TIER_LOG_STDERR, NULL, LOG_ERR);
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Copyright 2026 the tier developers */
-/* usercg.c - the work tierd does for a user, charged to that user's cgroup
+/* usercg.c - the work tier does for a user, charged to that user's cgroup
  *
  * (usercg.h says what and why.)  The hierarchies are found once, in the
- * agent; each child joins its user's cgroups by path with plain system
- * calls, since it is a fork of a threaded process.  The directories
- * under cgroupfs are the kernel's, made and owned by root: nothing a
- * user controls is on these paths.
+ * agent (and in the epilog, for its keep copy); each child joins its
+ * user's cgroups by path with plain system calls, since it is a fork of
+ * a threaded process.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -24,29 +23,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/log.h"
 #include "usercg.h"
-
-#define TREES_MAX 8
-#define NAME_ROOM 48 /* "/uid_4294967295/memory.limit_in_bytes" */
-
-struct tree {
-    char base[PATH_MAX - NAME_ROOM]; /* MOUNT/UserCgroupDir */
-    unsigned ctrls;                  /* USERCG_*; on v2, those enabled */
-};
-
-static struct tree trees[TREES_MAX];
-static int ntrees;
-static uint64_t mem_limit;
-static unsigned tasks_limit;
 
 static const struct {
     const char *name;
     unsigned bit;
 } v1_ctrls[] = {
-    { "cpu", USERCG_CPU },       { "cpuacct", USERCG_CPUACCT },
-    { "memory", USERCG_MEMORY }, { "pids", USERCG_PIDS },
-    { "blkio", USERCG_BLKIO },
+    { "cpu", TIER_USERCG_CPU },       { "cpuacct", TIER_USERCG_CPUACCT },
+    { "memory", TIER_USERCG_MEMORY }, { "pids", TIER_USERCG_PIDS },
+    { "blkio", TIER_USERCG_BLKIO },
 };
 
 /* v2's names of the same (cpu and cpuacct are one there) */
@@ -54,10 +39,10 @@ static const struct {
     const char *name;
     unsigned bit;
 } v2_ctrls[] = {
-    { "cpu", USERCG_CPU | USERCG_CPUACCT },
-    { "memory", USERCG_MEMORY },
-    { "pids", USERCG_PIDS },
-    { "io", USERCG_BLKIO },
+    { "cpu", TIER_USERCG_CPU | TIER_USERCG_CPUACCT },
+    { "memory", TIER_USERCG_MEMORY },
+    { "pids", TIER_USERCG_PIDS },
+    { "io", TIER_USERCG_BLKIO },
 };
 
 /* ----------------------------------------------------------- parsing */
@@ -107,8 +92,8 @@ static bool field_is (const char *f, size_t flen, const char *word)
     return flen == strlen (word) && !memcmp (f, word, flen);
 }
 
-int usercg_parse_mount (const char *line, char *mnt, size_t len,
-                        unsigned *ctrls)
+int tier_usercg_parse_mount (const char *line, char *mnt, size_t len,
+                             unsigned *ctrls)
 {
     const char *f, *mp;
     size_t flen, mplen;
@@ -123,7 +108,7 @@ int usercg_parse_mount (const char *line, char *mnt, size_t len,
         return -1;
     *ctrls = 0;
     if (field_is (f, flen, "cgroup2"))
-        *ctrls = USERCG_V2;
+        *ctrls = TIER_USERCG_V2;
     else if (field_is (f, flen, "cgroup")) {
         const char *o = field (line, n + 3, &flen), *end;
         if (!o)
@@ -145,10 +130,10 @@ int usercg_parse_mount (const char *line, char *mnt, size_t len,
     return unescape (mp, mplen, mnt, len);
 }
 
-/* ------------------------------------------------------ in the agent */
+/* ------------------------------------------------- finding them */
 
 /* The controllers of a v2 directory's FILE (cgroup.controllers or
- * cgroup.subtree_control) as USERCG_* bits. */
+ * cgroup.subtree_control) as TIER_USERCG_* bits. */
 static unsigned v2_read (const char *dir, const char *file)
 {
     char path[PATH_MAX], buf[512];
@@ -236,67 +221,85 @@ static void sweep (const char *base)
     closedir (d);
 }
 
-static bool have_ctrls (unsigned ctrls)
+static bool have_ctrls (const struct tier_usercg *u, unsigned ctrls)
 {
-    for (int i = 0; i < ntrees; i++)
-        if ((trees[i].ctrls & ctrls) == ctrls && !(ctrls & USERCG_V2))
+    for (int i = 0; i < u->ntrees; i++)
+        if ((u->trees[i].ctrls & ctrls) == ctrls && !(ctrls & TIER_USERCG_V2))
             return true;
     return false;
 }
 
-int usercg_init (const struct tier_conf *conf)
+/* base exists, a directory */
+static bool is_dir (const char *path)
 {
-    char mnt[PATH_MAX], *line = NULL, list[1024] = "";
+    struct stat st;
+
+    return stat (path, &st) == 0 && S_ISDIR (st.st_mode);
+}
+
+int tier_usercg_find (struct tier_usercg *u, const struct tier_conf *conf,
+                      bool make, char *text, size_t len)
+{
+    char mnt[PATH_MAX], *line = NULL;
     size_t cap = 0, used = 0;
     FILE *f;
 
-    ntrees = 0;
-    mem_limit = conf->user_cgroup_memory;
-    tasks_limit = conf->user_cgroup_tasks;
+    memset (u, 0, sizeof (*u));
+    if (len)
+        text[0] = '\0';
+    u->mem_limit = conf->user_cgroup_memory;
+    u->tasks_limit = conf->user_cgroup_tasks;
     if (!conf->user_cgroup_dir || !conf->user_cgroup_dir[0])
         return 0;
     if (!(f = fopen ("/proc/self/mountinfo", "re"))) {
-        tier_log (LOG_WARNING, "user cgroups: /proc/self/mountinfo: %s",
-                  strerror (errno));
+        (void) snprintf (text, len, "/proc/self/mountinfo: %s",
+                         strerror (errno));
         return 0;
     }
-    while (ntrees < TREES_MAX && getline (&line, &cap, f) > 0) {
-        struct tree *t = &trees[ntrees];
+    while (u->ntrees < TIER_USERCG_TREES && getline (&line, &cap, f) > 0) {
+        struct tier_usercg_tree *t = &u->trees[u->ntrees];
         unsigned ctrls;
+        int rc;
 
-        if (usercg_parse_mount (line, mnt, sizeof (mnt), &ctrls) < 0
-            || have_ctrls (ctrls))
+        if (tier_usercg_parse_mount (line, mnt, sizeof (mnt), &ctrls) < 0
+            || have_ctrls (u, ctrls))
             continue;
-        if (ctrls & USERCG_V2 && !v2_read (mnt, "cgroup.controllers"))
+        if (ctrls & TIER_USERCG_V2 && !v2_read (mnt, "cgroup.controllers"))
             continue; /* a hybrid node's: every controller is v1's */
-        if (make_base (mnt, conf->user_cgroup_dir, ctrls & USERCG_V2, t->base,
-                       sizeof (t->base))
-            < 0) {
-            tier_log (LOG_WARNING, "user cgroups: cannot make %s in %s: %s",
-                      conf->user_cgroup_dir, mnt, strerror (errno));
+        if (make)
+            rc = make_base (mnt, conf->user_cgroup_dir, ctrls & TIER_USERCG_V2,
+                            t->base, sizeof (t->base));
+        else if ((size_t) snprintf (t->base, sizeof (t->base), "%s%s", mnt,
+                                    conf->user_cgroup_dir)
+                 >= sizeof (t->base))
+            rc = (errno = ENAMETOOLONG, -1);
+        else
+            rc = is_dir (t->base) ? 0 : (errno = ENOENT, -1);
+        if (rc < 0) {
+            if (used < len)
+                used += (size_t) snprintf (text + used, len - used,
+                                           "%scannot %s %s in %s: %s",
+                                           used ? "; " : "",
+                                           make ? "make" : "find",
+                                           conf->user_cgroup_dir, mnt,
+                                           strerror (errno));
             continue;
         }
-        t->ctrls = ctrls & USERCG_V2
-                       ? USERCG_V2 | v2_read (t->base, "cgroup.subtree_control")
+        t->ctrls = ctrls & TIER_USERCG_V2
+                       ? TIER_USERCG_V2
+                             | v2_read (t->base, "cgroup.subtree_control")
                        : ctrls;
-        sweep (t->base);
-        ntrees++;
-        used += (size_t) snprintf (list + used, sizeof (list) - used, "%s%s",
-                                   used ? ", " : "", t->base);
-        if (used >= sizeof (list))
-            used = sizeof (list) - 1;
+        u->ntrees++;
     }
     free (line);
     fclose (f);
-    if (ntrees)
-        tier_log (LOG_INFO,
-                  "the work done for a user is charged to their cgroup "
-                  "uid_UID in %s (%u tasks, memory %s)",
-                  list, tasks_limit, mem_limit ? "limited" : "not limited");
-    else
-        tier_log (LOG_INFO, "user cgroups: no cgroup hierarchy to use for "
-                            "UserCgroupDir");
-    return ntrees;
+    return u->ntrees;
+}
+
+void tier_usercg_sweep (const struct tier_usercg *u)
+{
+    for (int i = 0; i < u->ntrees; i++)
+        sweep (u->trees[i].base);
 }
 
 /* ----------------------------------------------------- in the child */
@@ -339,35 +342,37 @@ static void put (const char *dir, const char *file, const char *value)
 
 /* A user's new cgroup: the user's limits (the weights stay the
  * default, the same for every user). */
-static void set_limits (const struct tree *t, const char *dir)
+static void set_limits (const struct tier_usercg *u,
+                        const struct tier_usercg_tree *t, const char *dir)
 {
     char num[24];
 
-    if (mem_limit && t->ctrls & USERCG_MEMORY)
+    if (u->mem_limit && t->ctrls & TIER_USERCG_MEMORY)
         put (dir,
-             t->ctrls & USERCG_V2 ? "/memory.max" : "/memory.limit_in_bytes",
-             utoa (mem_limit, num));
-    if (tasks_limit && t->ctrls & USERCG_PIDS)
-        put (dir, "/pids.max", utoa (tasks_limit, num));
+             t->ctrls & TIER_USERCG_V2 ? "/memory.max"
+                                       : "/memory.limit_in_bytes",
+             utoa (u->mem_limit, num));
+    if (u->tasks_limit && t->ctrls & TIER_USERCG_PIDS)
+        put (dir, "/pids.max", utoa (u->tasks_limit, num));
 }
 
-int usercg_join (uid_t uid)
+int tier_usercg_join (const struct tier_usercg *u, uid_t uid)
 {
     char name[32] = "/uid_", num[24], dir[PATH_MAX], procs[PATH_MAX];
     int joined = 0;
 
-    if (!ntrees)
+    if (!u->ntrees)
         return 0;
     (void) cat2 (name, sizeof (name), "/uid_", utoa (uid, num));
-    for (int i = 0; i < ntrees; i++) {
-        if (!cat2 (dir, sizeof (dir), trees[i].base, name)
+    for (int i = 0; i < u->ntrees; i++) {
+        if (!cat2 (dir, sizeof (dir), u->trees[i].base, name)
             || !cat2 (procs, sizeof (procs), dir, "/cgroup.procs"))
             continue;
         /* twice: another agent of this host may sweep it meanwhile */
         for (int attempt = 0; attempt < 2; attempt++) {
             int fd;
             if (mkdir (dir, 0755) == 0)
-                set_limits (&trees[i], dir);
+                set_limits (u, &u->trees[i], dir);
             else if (errno != EEXIST)
                 break;
             if ((fd = open (procs, O_WRONLY | O_CLOEXEC)) >= 0) {
