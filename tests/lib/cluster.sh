@@ -211,6 +211,25 @@ agent_zombies () {
     ps -o pid=,stat= --ppid "$(agent_pid "$1")" | awk '$2 ~ /^Z/'
 }
 
+# keep_child: the epilog's keep copy on n1 -- alice's process whose
+# parent is root's, under this cluster's slurmd of n1 (other scripts'
+# clusters run alice's jobs too)
+ppid_of () { sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d" " -f2; }
+descends () {
+    _p=$1
+    while [ -n "$_p" ] && [ "$_p" -gt 1 ]; do
+        [ "$_p" = "$2" ] && return 0
+        _p=$(ppid_of $_p)
+    done
+    return 1
+}
+keep_child () {
+    _sd=$(cat $CLUSTER/run/slurmd-n1.pid)
+    ps -o pid=,ppid= -u alice | while read -r p pp; do
+        [ "$(stat -c %u /proc/$pp 2>/dev/null)" = 0 ] && descends $p $_sd && echo $p
+    done | head -1
+}
+
 as_user () {
     _u=$1
     shift

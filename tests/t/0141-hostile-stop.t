@@ -22,25 +22,8 @@ CONF=$CLUSTER/etc/tier.conf
 SLOG=$CLUSTER/log/slurmd-n1.log
 as_user alice mkdir -p $H/kscr $H/kout
 
-# the keep copy, once the job is COMPLETING (its own processes are gone,
-# the epilog runs): alice's process whose parent is root's
-# (under this cluster's slurmd of n1: other scripts' clusters run alice's
-# jobs too)
-ppid_of () { sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d" " -f2; }
-descends () {
-    _p=$1
-    while [ -n "$_p" ] && [ "$_p" -gt 1 ]; do
-        [ "$_p" = "$2" ] && return 0
-        _p=$(ppid_of $_p)
-    done
-    return 1
-}
-keep_child () {
-    _sd=$(cat $CLUSTER/run/slurmd-n1.pid)
-    ps -o pid=,ppid= -u alice | while read -r p pp; do
-        [ "$(stat -c %u /proc/$pp 2>/dev/null)" = 0 ] && descends $p $_sd && echo $p
-    done | head -1
-}
+# the keep copy (cluster.sh keep_child), once the job is COMPLETING (its
+# own processes are gone, the epilog runs)
 copier_up () { test -n "$(bob_copier)"; }
 completing () { test "$(job_state $1)" = COMPLETING; }
 has_keep_child () { completing $1 && test -n "$(keep_child)"; }

@@ -96,23 +96,7 @@ test_expect_success 'the batch fetcher, a root process, is charged to the job'"'
     test "$(cut -d" " -f1 $H/b.out)" = "$(sha256sum <$HB/db/f.bin | cut -d" " -f1)" &&
     gfsemu_fault_clear "$GFS"
 '
-# the epilog's keep copy: alice's process whose parent is root's, under
-# this cluster's slurmd of n1
-ppid_of () { sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d" " -f2; }
-descends () {
-    _p=$1
-    while [ -n "$_p" ] && [ "$_p" -gt 1 ]; do
-        [ "$_p" = "$2" ] && return 0
-        _p=$(ppid_of $_p)
-    done
-    return 1
-}
-keep_child () {
-    _sd=$(cat $CLUSTER/run/slurmd-n1.pid)
-    ps -o pid=,ppid= -u alice | while read -r p pp; do
-        [ "$(stat -c %u /proc/$pp 2>/dev/null)" = 0 ] && descends $p $_sd && echo $p
-    done | head -1
-}
+# the epilog's keep copy (cluster.sh keep_child)
 has_keep_child () { test -n "$(keep_child)"; }
 test_expect_success 'the epilog'"'"'s keep copy, forked by slurmd, is charged to the job'"'"'s user' '
     as_user alice mkdir -p $H/kscr &&
