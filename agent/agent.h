@@ -252,9 +252,11 @@ void migrate_tick (struct agent *a);
 /* the node's migrations; failed files only of uid's jobs (all for root
  * and SlurmUser) */
 json_t *migrate_status_json (struct agent *a, uid_t uid);
-/* what uid's write caches on the node held at their last syncs (its
- * running jobs' and those whose outputs are not all on the GFS yet) */
-uint64_t migrate_user_held (struct agent *a, uid_t uid);
+/* what the write caches of ended jobs whose outputs are not all on the
+ * GFS yet held at their last syncs: uid's, or everyone's ((uid_t) -1).
+ * A running job's write cache is its reservation (store_job.write_cache)
+ * instead. */
+uint64_t migrate_held_ended (struct agent *a, uid_t uid);
 /* set the endpoint role's migrations_pending/failed of c to what this
  * node's migrators hold now for batch */
 void migrate_gauges (struct agent *a, uint32_t batch,
@@ -265,7 +267,11 @@ void tiers_init (struct agent *a);
 json_t *tiers_json (struct agent *a);
 
 /* rpc.c */
+/* the running jobs' NVDIMM reservations: scratch and write caches */
 uint64_t agent_reserved (struct agent *a);
+/* those of jobs other than except, the staged inputs and ended jobs'
+ * write caches: what the NVDIMM tier holds for others */
+uint64_t agent_nvdimm_taken (struct agent *a, uint32_t except);
 /* stage.c: the NVDIMM bytes the stage-ins of running jobs hold (their
  * parts' totals), but part except_part of job except_job. */
 uint64_t stage_bytes_held (struct agent *a, uint32_t except_job,

@@ -732,13 +732,13 @@ void migrate_conn_gone (struct agent *a, struct conn *c)
  * files that failed and why) only of the caller's own (all of them for
  * root and SlurmUser).
  */
-uint64_t migrate_user_held (struct agent *a, uid_t uid)
+uint64_t migrate_held_ended (struct agent *a, uid_t uid)
 {
     uint64_t sum = 0;
 
     (void) a;
     for (struct mig *g = migs; g; g = g->next)
-        if (g->uid == uid)
+        if (g->ended && (uid == (uid_t) -1 || g->uid == uid))
             sum = tier_size_add (sum, g->held);
     return sum;
 }

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -267,6 +268,34 @@ int migrate_outbox_missing (struct agent *a, const struct mig *g, char *first,
     return vc.missing;
 }
 
+/* Is name in boxfd a mount of its own (the job's write cache as a
+ * file system of its size: spank_plugin/ns.c's outbox_fs)?  Then it is
+ * unmounted, which takes its files at once, and its empty directory
+ * removed: true.  A crash in between leaves an empty directory, which
+ * the next agent removes (outbox_found). */
+static bool outbox_unmount (struct agent *a, int boxfd, const char *name)
+{
+    char path[PATH_MAX];
+    struct stat box, st;
+
+    if (fstat (boxfd, &box) < 0
+        || fstatat (boxfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0
+        || st.st_dev == box.st_dev)
+        return false;
+    /* NvdimmDir and .outbox are root's (outbox_dir): the path is */
+    if (snprintf (path, sizeof (path), "%s/.outbox/%s", a->conf->nvdimm_dir,
+                  name)
+            >= (int) sizeof (path)
+        || umount2 (path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0) {
+        tier_log (LOG_WARNING, "outbox %s: umount: %s", path,
+                  strerror (errno));
+        return true;
+    }
+    if (unlinkat (boxfd, name, AT_REMOVEDIR) < 0)
+        tier_log (LOG_WARNING, "outbox %s: %s", path, strerror (errno));
+    return true;
+}
+
 void migrate_outbox_remove (struct agent *a, const struct mig *g)
 {
     char name[64], gone[80];
@@ -276,7 +305,12 @@ void migrate_outbox_remove (struct agent *a, const struct mig *g)
     (void) snprintf (name, sizeof (name), "%u.%u", g->job_id, g->restart);
     (void) snprintf (gone, sizeof (gone), GONE_PREFIX "%u.%u", g->job_id,
                      g->restart);
-    if ((fd = outbox_dir (a->conf, ".outbox", &e)) >= 0) {
+    if ((fd = outbox_dir (a->conf, ".outbox", &e)) >= 0
+        && outbox_unmount (a, fd, name)) {
+        close (fd);
+        return;
+    }
+    if (fd >= 0) {
         /* out of the way at once, then removed: a crash in between
          * leaves a name the next agent removes (never a half outbox
          * without its dirs.json) */
@@ -344,6 +378,12 @@ static void outbox_found (struct agent *a, int boxfd, const char *dir,
 
     if (parse_name (name, &id, &rst) < 0)
         return;
+    /* what a crash left between unmounting an outbox and removing its
+     * directory (outbox_unmount) */
+    if (unlinkat (boxfd, name, AT_REMOVEDIR) == 0) {
+        tier_log (LOG_INFO, "outbox %s/%s: empty, removed", dir, name);
+        return;
+    }
     memset (&s, 0, sizeof (s));
     if (store_job_get (a->store, id, rst, &job, &e) < 0
         || !(dirs = load_dirs (boxfd, dir, name))) {

@@ -197,19 +197,40 @@ static void ensure_user_state (struct agent *a, const struct store_job *job)
 struct reserved_ctx {
     uint32_t except;
     uint64_t sum;
+    bool only_uid;
+    uid_t uid;
+    bool write_caches;      /* their write caches only */
 };
 
 static int reserved_cb (const struct store_job *j, void *arg)
 {
     struct reserved_ctx *rc = arg;
 
-    if (j->state == STORE_JOB_RUNNING && j->job_id != rc->except)
+    if (j->state != STORE_JOB_RUNNING || j->job_id == rc->except
+        || (rc->only_uid && j->uid != rc->uid))
+        return 0;
+    if (!rc->write_caches)
         rc->sum = tier_size_add (rc->sum, j->reserved);
+    rc->sum = tier_size_add (rc->sum, j->write_cache);
     return 0;
 }
 
-/* NVDIMM scratch reservations: the running jobs' sum stays within
- * NvdimmCapacity (0: no accounting).
+/* What the NVDIMM tier holds for jobs other than except: the running
+ * jobs' reservations (scratch and write caches), the staged inputs, and
+ * the write caches of ended jobs whose outputs are not all on the GFS
+ * yet (what their migrators last counted). */
+uint64_t agent_nvdimm_taken (struct agent *a, uint32_t except)
+{
+    struct reserved_ctx rc = { .except = except };
+    tier_error_t error;
+
+    (void) store_job_foreach (a->store, reserved_cb, &rc, &error);
+    rc.sum = tier_size_add (rc.sum, stage_bytes_held (a, 0, -1));
+    return tier_size_add (rc.sum, migrate_held_ended (a, (uid_t) -1));
+}
+
+/* NVDIMM scratch reservations: with the write caches and staged inputs,
+ * the sum stays within NvdimmCapacity (0: no accounting).
  */
 static int reserve_scratch (struct agent *a, struct store_job *job,
                             uint64_t want, char *why, size_t size)
@@ -225,9 +246,11 @@ static int reserve_scratch (struct agent *a, struct store_job *job,
     }
     if (store_job_foreach (a->store, reserved_cb, &rc, &error) < 0)
         return -1;
-    /* staged inputs are on the NVDIMM tier too */
+    /* staged inputs and ended jobs' write caches are on the NVDIMM tier
+     * too */
     staged = stage_bytes_held (a, 0, -1);
     rc.sum = tier_size_add (rc.sum, staged);
+    rc.sum = tier_size_add (rc.sum, migrate_held_ended (a, (uid_t) -1));
     if (want > cap || rc.sum > cap - want) {
         char held[64] = "";
         if (staged)
@@ -333,27 +356,100 @@ static int register_parse (struct agent *a, json_t *req, struct store_job *job,
  * pipeline directories (their reservation made now, on the first step),
  * the endpoint and batch directories.  why: the reservation's refusal,
  * if any (updated). */
-/* WriteCacheUserMax: a user whose write caches on the node hold that
- * much already (outputs of running jobs, and of ended ones not all on
- * the GFS yet: a migration that keeps failing keeps its cache) gets no
- * new one -- the job's output directories are the plain GFS
- * ("outbox_denied" says why). */
-static void outbox_check (struct agent *a, const struct store_job *job,
-                          json_t *res)
-{
-    uint64_t max = a->conf->write_cache_user_max, held;
-    char h[32], m[32], why[256];
+/* A write cache with less room than this is none: the job's output
+ * directories are then the plain GFS (it would only get ENOSPC on its
+ * first write). */
+#define WRITE_CACHE_MIN (1ULL << 20)
 
-    if (!res || !max || (held = migrate_user_held (a, job->uid)) < max)
-        return;
-    (void) snprintf (why, sizeof (why),
-                     "uid %u's write caches on node %s hold %s already "
-                     "(WriteCacheUserMax %s): the job writes to the GFS "
-                     "directly",
-                     (unsigned) job->uid, a->node,
-                     tier_size_format (held, h, sizeof (h)),
-                     tier_size_format (max, m, sizeof (m)));
-    json_object_set_new (res, "outbox_denied", json_string (why));
+/* Does the job have output directories: its --tier-stage-out, or
+ * (policy_out) its frozen policies' stage = out? */
+static bool wants_write_cache (const struct store_job *job, bool policy_out)
+{
+    json_error_t jerr;
+    json_t *o;
+    const char *s;
+    bool yes;
+
+    if (policy_out)
+        return true;
+    o = json_loads (job->options[0] ? job->options : "{}", 0, &jerr);
+    s = json_string_value (json_object_get (o, "stage_out"));
+    yes = s && s[0];
+    json_decref (o);
+    return yes;
+}
+
+static uint64_t min_u64 (uint64_t x, uint64_t y)
+{
+    return x < y ? x : y;
+}
+
+/* The job's write cache on the node, decided at its first registration
+ * here: WriteCacheSize (a quarter of NvdimmCapacity by default), less if
+ * the tier has less room left (NvdimmCapacity less what is reserved and
+ * held: agent_nvdimm_taken) or the user's caches take nearly
+ * WriteCacheUserMax already (their running jobs' write caches, and
+ * ended jobs' not all on the GFS yet: a migration that keeps failing
+ * keeps its cache).  It is reserved (job->write_cache) and the plugin
+ * mounts the cache with that size, so that the outputs of a running job
+ * cannot fill the tier.  Less than WRITE_CACHE_MIN is none: the job's
+ * output directories are the plain GFS ("outbox_denied" says why).  0
+ * with no bound at all (no NvdimmCapacity, WriteCacheSize or
+ * WriteCacheUserMax): the cache is not limited. */
+static void write_cache_grant (struct agent *a, struct store_job *job,
+                               char *why, size_t whysize)
+{
+    const struct tier_conf *c = a->conf;
+    uint64_t want = c->write_cache_size ? c->write_cache_size
+                                        : c->nvdimm_capacity / 4;
+    uint64_t grant = want ? want : UINT64_MAX;
+    char h[32], m[32];
+
+    job->write_cache = 0;
+    why[0] = '\0';
+    if (c->write_cache_user_max) {
+        struct reserved_ctx rc = { .except = job->job_id,
+                                   .only_uid = true,
+                                   .uid = job->uid,
+                                   .write_caches = true };
+        tier_error_t error;
+        uint64_t take;
+
+        (void) store_job_foreach (a->store, reserved_cb, &rc, &error);
+        take = tier_size_add (rc.sum, migrate_held_ended (a, job->uid));
+        if (take > c->write_cache_user_max - WRITE_CACHE_MIN
+            || c->write_cache_user_max < WRITE_CACHE_MIN) {
+            (void) snprintf (why, whysize,
+                             "uid %u's write caches on node %s take %s "
+                             "already (WriteCacheUserMax %s): the job "
+                             "writes to the GFS directly",
+                             (unsigned) job->uid, a->node,
+                             tier_size_format (take, h, sizeof (h)),
+                             tier_size_format (c->write_cache_user_max, m,
+                                               sizeof (m)));
+            return;
+        }
+        grant = min_u64 (grant, c->write_cache_user_max - take);
+    }
+    if (c->nvdimm_capacity) {
+        uint64_t taken = tier_size_add (agent_nvdimm_taken (a, job->job_id),
+                                        job->reserved);
+        uint64_t room = taken < c->nvdimm_capacity
+                            ? c->nvdimm_capacity - taken
+                            : 0;
+        if (room < WRITE_CACHE_MIN) {
+            (void) snprintf (why, whysize,
+                             "the NVDIMM tier of node %s has no room for a "
+                             "write cache (%s of %s reserved or held): the "
+                             "job writes to the GFS directly",
+                             a->node, tier_size_format (taken, h, sizeof (h)),
+                             tier_size_format (c->nvdimm_capacity, m,
+                                               sizeof (m)));
+            return;
+        }
+        grant = min_u64 (grant, room);
+    }
+    job->write_cache = grant == UINT64_MAX ? 0 : grant;
 }
 
 static json_t *register_answer (struct agent *a, struct store_job *job,
@@ -362,7 +458,7 @@ static json_t *register_answer (struct agent *a, struct store_job *job,
     static char scratch[TIER_OPT_LIST_MAX];
     static char refused[2048];
     uint64_t sum = 0;
-    bool have_scratch;
+    bool have_scratch, policy_out;
     json_t *res;
 
     /* the frozen set decides the pipeline directories (job options are
@@ -393,10 +489,25 @@ static json_t *register_answer (struct agent *a, struct store_job *job,
         if (refused[0])
             json_object_set_new (res, "refused", json_string (refused));
     }
-    if (res && policy_job_endpoint (a, job, scratch, sizeof (scratch)) == 0
-        && scratch[0])
+    policy_out = res
+                 && policy_job_endpoint (a, job, scratch, sizeof (scratch))
+                        == 0
+                 && scratch[0];
+    if (policy_out)
         json_object_set_new (res, "stage_out", json_string (scratch));
-    outbox_check (a, job, res);
+    if (res && job->steps == 1 && wants_write_cache (job, policy_out)) {
+        char wwhy[512];
+        write_cache_grant (a, job, wwhy, sizeof (wwhy));
+        if (wwhy[0])
+            json_object_set_new (res, "outbox_denied", json_string (wwhy));
+        if (store_job_put (a->store, job, error) < 0) {
+            json_decref (res);
+            return NULL;
+        }
+    }
+    if (res && job->write_cache)
+        json_object_set_new (res, "write_cache",
+                             json_integer ((json_int_t) job->write_cache));
     /* endpoint inputs: staged in by the plugin with --tier-stage-in's
      * items, from the first step on (the prolog cannot know them) */
     if (res && policy_job_inputs (a, job, scratch, sizeof (scratch)) == 0

@@ -430,6 +430,7 @@ static void stage_room (struct agent *a, struct stage_req *r)
         return;
     r->taken = tier_size_add (agent_reserved (a),
                               stage_bytes_held (a, r->job_id, r->part));
+    r->taken = tier_size_add (r->taken, migrate_held_ended (a, (uid_t) -1));
     /* nothing left is still a bound: 1 byte */
     r->room = r->taken < cap ? cap - r->taken : 1;
 }

@@ -246,6 +246,15 @@ static char *job_encode (const struct store_job *j)
     json_t *groups = groups_encode (j);
     char *s;
 
+    if (o && j->write_cache
+        && json_object_set_new (o, "write_cache",
+                                json_integer ((json_int_t) j->write_cache))
+               < 0) {
+        json_decref (o);
+        json_decref (groups);
+        errno = ENOMEM;
+        return NULL;
+    }
     if (!o || (j->ngroups >= 0 && !groups)
         || (groups && json_object_set_new (o, "groups", groups) < 0)) {
         if (!o)
@@ -266,13 +275,13 @@ static int job_decode (const void *data, size_t len, struct store_job *j)
     json_error_t jerr;
     json_t *o = json_loadb (data, len, 0, &jerr);
     json_int_t job_id = 0, restart = 0, batch = 0, task = STORE_NO_TASK;
-    json_int_t uid = 0, gid = 0, reg = 0, ended = 0, reserved = 0;
+    json_int_t uid = 0, gid = 0, reg = 0, ended = 0, reserved = 0, wc = 0;
     int denied = 0, exit_code = -1;
     const char *user = "", *node = "", *state = NULL, *opts = "";
     int steps = 0;
 
     if (!o || json_unpack (o, "{s:I s:I s?I s?I s:I s:I s?s s?s s?s s?I s?I "
-                           "s?i s?s s?I s?i s?i}",
+                           "s?i s?s s?I s?i s?i s?I}",
                            "job_id", &job_id, "restart", &restart,
                            "batch_id", &batch, "array_task_id", &task,
                            "uid", &uid, "gid", &gid, "user", &user,
@@ -280,7 +289,8 @@ static int job_decode (const void *data, size_t len, struct store_job *j)
                            "registered", &reg, "ended", &ended,
                            "steps", &steps, "options", &opts,
                            "reserved", &reserved, "scratch_denied", &denied,
-                           "exit_code", &exit_code) < 0) {
+                           "exit_code", &exit_code, "write_cache",
+                           &wc) < 0) {
         json_decref (o);
         errno = EINVAL;
         return -1;
@@ -300,6 +310,7 @@ static int job_decode (const void *data, size_t len, struct store_job *j)
     j->steps = steps;
     (void) snprintf (j->options, sizeof (j->options), "%s", opts);
     j->reserved = (uint64_t) reserved;
+    j->write_cache = wc > 0 ? (uint64_t) wc : 0;
     j->scratch_denied = denied;
     j->exit_code = exit_code;
     /* a record from before the groups were stored: not known (so are

@@ -38,6 +38,8 @@ struct store_job {
     int64_t ended;              /* 0 while running */
     int32_t steps;              /* steps that registered on this node */
     uint64_t reserved;          /* NVDIMM scratch bytes reserved */
+    uint64_t write_cache;       /* NVDIMM bytes reserved for the job's
+                                 * write cache (its outputs) */
     int32_t scratch_denied;     /* the reservation did not fit */
     int32_t exit_code;          /* the batch script's wait status, or -1 */
     char options[2048];         /* the job's --tier options, as JSON */

@@ -60,6 +60,7 @@ static const struct conf_key keys[] = {
     { "BBCapacity", CONF_SIZE, OFF (bb_capacity), 0 },
     { "BBMinFree", CONF_SIZE, OFF (bb_min_free), 0 },
     { "BBUserMax", CONF_SIZE, OFF (bb_user_max), 0 },
+    { "WriteCacheSize", CONF_SIZE, OFF (write_cache_size), 0 },
     { "WriteCacheUserMax", CONF_SIZE, OFF (write_cache_user_max), 0 },
     { "UserCgroupDir", CONF_PATH_EMPTY, OFF (user_cgroup_dir), 0 },
     { "UserCgroupMemory", CONF_SIZE, OFF (user_cgroup_memory), 0 },

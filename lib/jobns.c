@@ -1009,6 +1009,25 @@ int tier_ovl_dirs (int dirfd, int *upperfd, int *workfd, tier_error_t *error)
     return 0;
 }
 
+int tier_mount_clone (int dirfd, tier_error_t *error)
+{
+    int t = sys_open_tree (dirfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC
+                                          | AT_EMPTY_PATH);
+
+    if (t < 0)
+        tier_errprintf (error, "open_tree: %s", strerror (errno));
+    return t;
+}
+
+int tier_mount_attach (int clonefd, int targetfd, tier_error_t *error)
+{
+    if (sys_move_mount (clonefd, "", targetfd, "",
+                        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)
+        < 0)
+        return tier_errprintf (error, "move_mount: %s", strerror (errno));
+    return 0;
+}
+
 int tier_bind_ro (int srcfd, int targetfd, tier_error_t *error)
 {
     struct mount_attr attr = {

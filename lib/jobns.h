@@ -201,6 +201,16 @@ int tier_ovl_dirs (int dirfd, int *upperfd, int *workfd,
  */
 int tier_tmpfs_mount (int targetfd, uint64_t size, tier_error_t *error);
 
+/* The same mount seen in two mount namespaces: in the caller's,
+ * tier_mount_clone gives a detached copy of the mount at dirfd (-1 with
+ * *error if dirfd is not a mount's root), which tier_mount_attach puts
+ * on targetfd in another namespace the caller joined since.  Both show
+ * one file system: a job's write cache, written through the job's
+ * overlays in its namespace and read by the agent on the host.
+ */
+int tier_mount_clone (int dirfd, tier_error_t *error);
+int tier_mount_attach (int clonefd, int targetfd, tier_error_t *error);
+
 /* A read-only, nosuid, nodev bind of srcfd on top of targetfd. */
 int tier_bind_ro (int srcfd, int targetfd, tier_error_t *error);
 

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -306,6 +307,67 @@ out:
     return rc;
 }
 
+static bool same_fs (int fd1, int fd2)
+{
+    struct stat a, b;
+
+    return fstat (fd1, &a) == 0 && fstat (fd2, &b) == 0
+           && a.st_dev == b.st_dev;
+}
+
+/* On the host, before the job's namespace is joined: on a DRAM-emulated
+ * tier (tmpfs), the job's write cache NvdimmDir/.outbox/JOB.RESTART is a
+ * tmpfs of its own with the size the agent reserved for it, so that a
+ * running job's outputs cannot fill the tier (they get ENOSPC past it,
+ * as with a scratch reservation).  Unlike a scratch tmpfs it is mounted
+ * on the host, where the agent's migrator reads it and where it outlives
+ * the job until its files are on the GFS (the agent unmounts it then);
+ * mount_outbox puts a copy of it (returned: a detached mount) in the
+ * job's namespace.  -1 (nothing to mount: not limited, not emulated,
+ * denied) or -2 with *error.  On a DAX file system the size is a
+ * reservation only: the file system does not enforce it.
+ */
+static int outbox_fs (const struct mount_ctx *m, tier_error_t *error)
+{
+    struct statfs sf;
+    char name[32];
+    int rootfd = -1, boxfd = -1, jobfd = -1, clone = -2;
+
+    if (!m->stage_out[0] || !m->write_cache || !m->conf->nvdimm_dir[0]
+        || (m->outbox_denied && m->outbox_denied[0]))
+        return -1;
+    if ((rootfd = tier_root_open (m->conf->nvdimm_dir, error)) < 0)
+        goto out;
+    if (fstatfs (rootfd, &sf) < 0 || (unsigned) sf.f_type != TMPFS_MAGIC_) {
+        clone = -1;
+        goto out;
+    }
+    if ((boxfd = subdir (rootfd, ".outbox", 0700, error)) < 0)
+        goto out;
+    (void) snprintf (name, sizeof (name), "%u.%u", m->job_id, m->restart);
+    if ((jobfd = subdir (boxfd, name, 0700, error)) < 0)
+        goto out;
+    if (same_fs (jobfd, boxfd)) {
+        if (tier_tmpfs_mount (jobfd, m->write_cache, error) < 0)
+            goto out;
+        close (jobfd);
+        if ((jobfd = subdir (boxfd, name, 0700, error)) < 0)
+            goto out;
+    }
+    if ((clone = tier_mount_clone (jobfd, error)) < 0)
+        clone = -2;
+out:
+    {
+        int fds[] = { rootfd, boxfd, jobfd };
+        int e = errno;
+        for (size_t i = 0; i < sizeof (fds) / sizeof (fds[0]); i++)
+            if (fds[i] >= 0)
+                close (fds[i]);
+        errno = e;
+    }
+    return clone;
+}
+
 /* A write cache with less room than this is full: the output directory
  * is then the plain GFS (a job would only get ENOSPC on its first
  * write). */
@@ -355,6 +417,21 @@ static int mount_outbox (const struct mount_ctx *m, int k, const char *dir,
     (void) snprintf (name, sizeof (name), "%u.%u", m->job_id, m->restart);
     if ((jobfd = subdir (boxfd, name, 0700, error)) < 0)
         goto out;
+    if (m->outbox_fs >= 0 && !same_fs (jobfd, m->outbox_fs)) {
+        /* the write cache's file system, made on the host (outbox_fs):
+         * the job writes to it here, the agent reads it there */
+        if (tier_mount_attach (m->outbox_fs, jobfd, error) < 0) {
+            char msg[TIER_ERROR_MAX];
+            (void) snprintf (msg, sizeof (msg), "%s", error->text);
+            tier_errprintf (error, "--tier-stage-out: %s: the write cache "
+                            "%s/.outbox/%s: %s", dir, m->conf->nvdimm_dir,
+                            name, msg);
+            goto out;
+        }
+        close (jobfd);
+        if ((jobfd = subdir (boxfd, name, 0700, error)) < 0)
+            goto out;
+    }
     (void) snprintf (name, sizeof (name), "%d", k);
     if ((kfd = subdir (jobfd, name, 0700, error)) < 0)
         goto out;
@@ -582,6 +659,56 @@ int ns_prolog (const struct tier_conf *conf, uint32_t job_id, uid_t uid,
     return tier_ns_create (conf->namespace_dir, job_id, uid, true, error);
 }
 
+/* The job's first step on the node, holding the namespace's lock: the
+ * write cache's file system (on the host), then the mounts in the
+ * namespace, then the migrator. */
+static int first_setup (struct mount_ctx *m, tier_error_t *error)
+{
+    static char fs_denied[sizeof (tier.outbox_denied) + TIER_ERROR_MAX];
+    const char *base = m->conf->namespace_dir;
+    int rc = -1;
+
+    if ((m->outbox_fs = outbox_fs (m, error)) == -2) {
+        /* no write cache then: the job writes to the GFS directly */
+        (void) snprintf (fs_denied, sizeof (fs_denied),
+                         "the job's write cache could not be made: %s: "
+                         "the job writes to the GFS directly",
+                         error->text);
+        m->outbox_denied = fs_denied;
+        m->outbox_fs = -1;
+    }
+    if (tier_ns_run (base, m->job_id, mount_all, m, error) < 0) {
+        (void) tier_ns_mark (base, m->job_id, TIER_NS_FAILED);
+        if (m->outbox_fs >= 0) {
+            /* no migrator will ever remove it */
+            char path[PATH_MAX];
+            (void) snprintf (path, sizeof (path), "%s/.outbox/%u.%u",
+                             m->conf->nvdimm_dir, m->job_id, m->restart);
+            (void) umount2 (path, MNT_DETACH | UMOUNT_NOFOLLOW);
+        }
+    }
+    else {
+        (void) tier_ns_mark (base, m->job_id, TIER_NS_READY);
+        (void) tier_ns_write (base, m->job_id, TIER_NS_SCRATCH, m->scratch);
+        if (m->stage_out[0]
+            && (tier_ns_write (base, m->job_id, TIER_NS_STAGEOUT,
+                               m->stage_out) < 0
+                || stage_out_start (m->conf, tier.conf_path, m->job_id,
+                                    m->restart, m->stage_out, error)
+                       < 0)) {
+            slurm_error ("tier: job %u: stage-out: %s", m->job_id,
+                         error->text);
+            (void) tier_ns_mark (base, m->job_id, TIER_NS_FAILED);
+        }
+        else
+            rc = 0;
+    }
+    if (m->outbox_fs >= 0)
+        close (m->outbox_fs);
+    m->outbox_fs = -1;
+    return rc;
+}
+
 int ns_setup (spank_t sp, tier_error_t *error)
 {
     struct mount_ctx m = { .conf = tier.conf,
@@ -590,6 +717,8 @@ int ns_setup (spank_t sp, tier_error_t *error)
                            .binds = tier.binds,
                            .stage_out = tier.stage_out,
                            .outbox_denied = tier.outbox_denied,
+                           .write_cache = tier.write_cache,
+                           .outbox_fs = -1,
                            .restart = tier.restart };
     const char *base = tier.conf->namespace_dir;
     int lockfd, rc = -1;
@@ -627,25 +756,8 @@ int ns_setup (spank_t sp, tier_error_t *error)
     else if (tier_ns_marked (base, m.job_id, TIER_NS_FAILED))
         tier_errprintf (error, "the job's tiers could not be set up on "
                         "this node (see the first step's message)");
-    else if (tier_ns_run (base, m.job_id, mount_all, &m, error) == 0) {
-        (void) tier_ns_mark (base, m.job_id, TIER_NS_READY);
-        (void) tier_ns_write (base, m.job_id, TIER_NS_SCRATCH, m.scratch);
-        if (m.stage_out[0]
-            && (tier_ns_write (base, m.job_id, TIER_NS_STAGEOUT, m.stage_out)
-                    < 0
-                || stage_out_start (tier.conf, tier.conf_path, m.job_id,
-                                    m.restart, m.stage_out, error)
-                       < 0)) {
-            slurm_error ("tier: job %u: stage-out: %s", m.job_id,
-                         error->text);
-            (void) tier_ns_mark (base, m.job_id, TIER_NS_FAILED);
-            rc = -1;
-        }
-        else
-            rc = 0;
-    }
     else
-        (void) tier_ns_mark (base, m.job_id, TIER_NS_FAILED);
+        rc = first_setup (&m, error);
     if (rc == 0 && tier_ns_read (base, m.job_id, TIER_NS_BOUND, tier.bound,
                                  sizeof (tier.bound)) < 0)
         tier.bound[0] = '\0';

@@ -22,6 +22,10 @@ struct mount_ctx {
     const char *binds;          /* "DIR=TREE:...": mirrors to bind */
     const char *stage_out;      /* output directories (escaped, ',') */
     const char *outbox_denied;  /* why no write cache, or "" */
+    uint64_t write_cache;       /* its size, as the agent reserved it (0:
+                                 * not limited) */
+    int outbox_fs;              /* a detached copy of the write cache's
+                                 * file system (outbox_fs), or -1 */
     uint32_t restart;           /* the job's restart count */
 };
 

@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <slurm/spank.h>
@@ -238,6 +240,13 @@ static void take_reply (const char *reply)
     reply_str (reply, len, "bind", tier.binds, sizeof (tier.binds));
     reply_str (reply, len, "outbox_denied", tier.outbox_denied,
                sizeof (tier.outbox_denied));
+    {
+        int64_t w;
+        tier.write_cache = tier_jr_get_int (reply, len, "write_cache", &w) == 0
+                                   && w > 0
+                               ? (uint64_t) w
+                               : 0;
+    }
     reply_str (reply, len, "stage_out", tier.policy_out,
                sizeof (tier.policy_out));
     /* the endpoint input directories (stage = in) */
@@ -716,6 +725,35 @@ int slurm_spank_task_exit (spank_t sp, int ac, char **av)
     return 0;
 }
 
+/* The batch step's end: a write cache of its own size (ns.c's outbox_fs)
+ * with less than this free is full, and the job was told ENOSPC by a
+ * write past it: say why. */
+#define WRITE_CACHE_FULL (64 * 1024)
+
+static void write_cache_full_warn (void)
+{
+    char path[PATH_MAX], box[PATH_MAX], h[32];
+    struct stat st, bst;
+    struct statvfs sf;
+
+    if (!tier.write_cache || !tier.conf->nvdimm_dir[0]
+        || snprintf (box, sizeof (box), "%s/.outbox", tier.conf->nvdimm_dir)
+               >= (int) sizeof (box)
+        || snprintf (path, sizeof (path), "%s/%u.%u", box, tier.job_id,
+                     tier.restart)
+               >= (int) sizeof (path)
+        || stat (box, &bst) < 0 || stat (path, &st) < 0
+        || st.st_dev == bst.st_dev || statvfs (path, &sf) < 0
+        || (uint64_t) sf.f_bavail * sf.f_frsize >= WRITE_CACHE_FULL)
+        return;
+    slurm_spank_log ("tier: warning: the job's write cache on node %s "
+                     "(%s: WriteCacheSize, or what the NVDIMM tier or "
+                     "WriteCacheUserMax left) is full: writes to the output "
+                     "directories past it fail with \"No space left on "
+                     "device\"", tier.conf->node,
+                     tier_size_format (tier.write_cache, h, sizeof (h)));
+}
+
 /* Step end: publish what the outputs hold now.  The batch step (whose
  * exit still reaches the job's stderr) waits a little and reports what
  * could not reach the GFS.
@@ -731,6 +769,8 @@ static void sync_outputs_step (spank_t sp)
         return;
     batch = spank_get_item (sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS
             && step == BATCH_STEP;
+    if (batch)
+        write_cache_full_warn ();
     if (stage_out_sync (tier.conf, tier.conf_path, tier.job_id,
                         batch ? 10000 : 0, false, &left, &error)
         < 0) {

@@ -55,6 +55,8 @@ struct tier_plugin {
     char outbox_denied[256];    /* why the agent gives the job no write
                                  * cache (WriteCacheUserMax), or "" */
     uint32_t restart;           /* the job's restart count */
+    uint64_t write_cache;       /* its write cache's size on this node
+                                 * (agent's reply; 0: not limited) */
     char policy_out[TIER_OPT_VALUE_MAX];  /* endpoint dirs (agent's reply) */
     char policy_in[TIER_OPT_VALUE_MAX];   /* endpoint input dirs (stage =
                                            * in; agent's reply) */

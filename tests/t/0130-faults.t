@@ -99,6 +99,15 @@ test_expect_success 'every rule fired' '
         test "$h" -gt 0 || exit 1
     done
 '
+# so_on_gfs CASE FILE: say all that tells how FILE of CASE came to be on
+# the GFS when no copy of it should have arrived
+so_on_gfs () {
+    echo "$2 is on the GFS: $(stat -c "%s bytes, uid %u, mode %a, inode %i, birth %w, mtime %y" $HB/o-$1/$2)"
+    echo "sha256 $(sha256sum <$HB/o-$1/$2 | cut -c1-16), the job wrote $(grep " $2\$" $SUMS/$1 | cut -c1-16)"
+    date +"now %T.%N"
+    gfsemu_stats "$GFS" | grep " home/alice/o-$1"
+    ls -la --time-style=full-iso $HB/o-$1 $HB/o-$1/sub
+}
 no_temps () { test -z "$(find "$1" -name ".*.part")"; }
 # so_failed CASE: the outputs are kept, not on the GFS, and every report
 # names the file, the job and the reason
@@ -106,7 +115,7 @@ so_failed () {
     _n=$1 _node=$2 _id=$(cat $TRASH/id-$1) _r=$(reason_of $1) _d=$H/o-$1
     echo "--- $_n (job $_id on $_node): $_r"
     for _f in a.bin sub/b.txt; do
-        test ! -e $HB/o-$_n/$_f || { echo "$_f is on the GFS"; return 1; }
+        test ! -e $HB/o-$_n/$_f || { so_on_gfs $_n $_f; return 1; }
     done &&
     # the migrator retries with backoff: an attempt in flight has its
     # temporary for a moment; none may stay

@@ -119,22 +119,27 @@ test_expect_success 'bob stops his stage-in copier holding the only GFS stream: 
 
 # M5: write caches (stage-out outputs on the node's fast tier) hold
 # what a user's jobs wrote until it is on the GFS -- for ever, if its
-# migration keeps failing.  With WriteCacheUserMax 32 MiB, bob's running
-# job holding 40 MiB in its write cache leaves his next job on the node
-# none: its output directory is the plain GFS, and its stderr says why;
-# alice's job still gets one.
+# migration keeps failing.  Each job's write cache on a node is a
+# reservation, mounted with its size (a tmpfs of its own on this
+# DRAM-emulated tier).  With WriteCacheUserMax 32 MiB, bob's running
+# job's cache is 32 MiB: his 40 MiB output stops there (ENOSPC), and his
+# next job on the node gets none -- its output directory is the plain
+# GFS, and its stderr says why; alice's job still gets one.
 as_user bob mkdir -p $HB/wc1 $HB/wc2 && as_user alice mkdir -p $H/wc3
-test_expect_success 'WriteCacheUserMax: bob'"'"'s next job gets no write cache while his caches hold more; alice'"'"'s does' '
+NV=$(cat $CLUSTER/run/nvdimm.path)
+test_expect_success 'WriteCacheUserMax: bob'"'"'s write cache stops at it, his next job gets none; alice'"'"'s does' '
     n0=$(reloads) && echo "WriteCacheUserMax = 32M" >>$CONF &&
     kill -HUP $(agent_pid n2) && wait_for 10 reloaded_since $n0 &&
     b1=$(cd $HB && as_user bob sbatch --parsable -w n2 --tier-stage-out=$HB/wc1 -o /dev/null \
-        --wrap "head -c 40M /dev/urandom > $HB/wc1/x; sleep 300") &&
-    wait_for 60 test -s $HB/wc1/x && wait_for 60 test "$(stat -c %s $HB/wc1/x)" = 41943040 &&
-    $TIERCTL -N n2 flush --job $b1 &&
+        --wrap "head -c 40M /dev/urandom > $HB/wc1/x 2> $HB/wc1.head; echo \$? > $HB/wc1.rc; sleep 300") &&
+    wait_for 60 test -s $HB/wc1.rc && cat $HB/wc1.head && test "$(cat $HB/wc1.rc)" != 0 &&
+    grep -q "No space left on device" $HB/wc1.head &&
+    $TIERCTL -N n2 flush --job $b1 && test "$(stat -c %s $HB/wc1/x)" -le 33554432 &&
+    findmnt -n -o SOURCE,FSTYPE,SIZE $NV/n2/.outbox/$b1.0 &&
     b2=$(cd $HB && as_user bob sbatch --parsable -w n2 --tier-stage-out=$HB/wc2 -o /dev/null -e $HB/wc2.err \
         --wrap "echo direct > $HB/wc2/y; findmnt -n -o FSTYPE --target $HB/wc2 > $HB/wc2.fs") &&
     wait_for 60 job_done $b2 && test "$(job_state $b2)" = COMPLETED && cat $HB/wc2.err &&
-    grep -q "tier: warning: --tier-stage-out: $HB/wc2: uid $(id -u bob)'"'"'s write caches on node n2 hold 40.0 MiB already (WriteCacheUserMax 32.0 MiB): the job writes to the GFS directly" $HB/wc2.err &&
+    grep -q "tier: warning: --tier-stage-out: $HB/wc2: uid $(id -u bob)'"'"'s write caches on node n2 take 32.0 MiB already (WriteCacheUserMax 32.0 MiB): the job writes to the GFS directly" $HB/wc2.err &&
     test "$(cat $HB/wc2/y)" = direct && cat $HB/wc2.fs && test "$(cat $HB/wc2.fs)" != overlay &&
     a3=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-stage-out=$H/wc3 -o /dev/null -e $H/wc3.err \
         --wrap "echo cached > $H/wc3/z; findmnt -n -o FSTYPE --target $H/wc3 > $H/wc3.fs") &&
@@ -142,6 +147,37 @@ test_expect_success 'WriteCacheUserMax: bob'"'"'s next job gets no write cache w
     ! grep -q WriteCacheUserMax $H/wc3.err && test "$(cat $H/wc3.fs)" = overlay && test "$(cat $H/wc3/z)" = cached &&
     scancel $b1 && wait_for 60 job_done $b1 &&
     n0=$(reloads) && sed -i "/^WriteCacheUserMax/d" $CONF &&
+    kill -HUP $(agent_pid n2) && wait_for 10 reloaded_since $n0
+'
+
+# The write cache's size is reserved on the tier with the jobs' scratch:
+# on a 64 MiB tier with WriteCacheSize 16 MiB, bob's running job that
+# writes 40 MiB of outputs gets ENOSPC past 16 MiB (and its stderr says
+# the cache is full), alice's 48 MiB scratch reservation is granted and
+# filled, and one more MiB of scratch is refused.  When bob's outputs
+# are on the GFS, his write cache is unmounted and gone.
+as_user bob mkdir -p $HB/wc4 && as_user alice mkdir -p $H/sc5 $H/sc6
+wc_gone () { test ! -e $NV/n2/.outbox/$1.0 && ! grep -q " $NV/n2/.outbox/$1.0 " /proc/self/mountinfo; }
+test_expect_success 'WriteCacheSize: a running job'"'"'s outputs stop at its write cache, which the reservations count' '
+    n0=$(reloads) &&
+    sed -i "s/^NvdimmCapacity.*/NvdimmCapacity = 64M/" $CONF && echo "WriteCacheSize = 16M" >>$CONF &&
+    kill -HUP $(agent_pid n2) && wait_for 10 reloaded_since $n0 &&
+    b4=$(cd $HB && as_user bob sbatch --parsable -w n2 --tier-stage-out=$HB/wc4 -o /dev/null -e $HB/wc4.err \
+        --wrap "head -c 40M /dev/urandom > $HB/wc4/x 2> $HB/wc4.head; echo \$? > $HB/wc4.rc; while [ ! -e $HB/wc4.go ]; do sleep 0.2; done") &&
+    wait_for 60 test -s $HB/wc4.rc && cat $HB/wc4.head && grep -q "No space left on device" $HB/wc4.head &&
+    $TIERCTL -N n2 flush --job $b4 && test "$(stat -c %s $HB/wc4/x)" -le 16777216 &&
+    a5=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-scratch=$H/sc5:48M -o $H/sc5.out -e $H/sc5.err \
+        --wrap "head -c 47M /dev/urandom > $H/sc5/y && echo filled") &&
+    wait_for 60 job_done $a5 && cat $H/sc5.err && test "$(job_state $a5)" = COMPLETED &&
+    grep -q "^filled$" $H/sc5.out && ! grep -q "tier: warning" $H/sc5.err &&
+    a6=$(cd $H && as_user alice sbatch --parsable -w n2 --tier-scratch=$H/sc6:49M -o /dev/null -e $H/sc6.err \
+        --wrap true) &&
+    wait_for 60 job_done $a6 && cat $H/sc6.err &&
+    grep -q "the NVDIMM tier of node n2 cannot reserve 49 MiB (16 of 64 MiB are reserved)" $H/sc6.err &&
+    as_user bob touch $HB/wc4.go && wait_for 60 job_done $b4 && cat $HB/wc4.err &&
+    grep -q "tier: warning: the job'"'"'s write cache on node n2 (16.0 MiB: WriteCacheSize, or what the NVDIMM tier or WriteCacheUserMax left) is full" $HB/wc4.err &&
+    wait_for 30 wc_gone $b4 &&
+    n0=$(reloads) && sed -i -e "/^WriteCacheSize/d" -e "s/^NvdimmCapacity.*/NvdimmCapacity = 1G/" $CONF &&
     kill -HUP $(agent_pid n2) && wait_for 10 reloaded_since $n0
 '
 

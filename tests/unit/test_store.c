@@ -81,10 +81,13 @@ static void test_jobs (void **state)
     j.steps = 3;
     assert_int_equal (store_job_put (st, &j, &error), 0);
     j = mkjob (4244, 0, 1001);
+    j.reserved = 48u << 20;
+    j.write_cache = (uint64_t) 5 << 40; /* a write cache's reservation */
     assert_int_equal (store_job_put (st, &j, &error), 0);
 
     assert_int_equal (store_job_get (st, 4243, 0, &g, &error), 0);
     assert_int_equal (g.steps, 1);
+    assert_true (g.write_cache == 0);
     assert_string_equal (g.user, "u1000");
     assert_string_equal (g.options, "{\"cache\":\"auto\"}");
     assert_int_equal (store_job_latest (st, 4243, &g, &error), 0);
@@ -103,6 +106,8 @@ static void test_jobs (void **state)
     assert_non_null (st = store_open (dir, 1 << 24, &error));
     assert_int_equal (store_job_latest (st, 4244, &g, &error), 0);
     assert_int_equal (g.uid, 1001);
+    assert_true (g.reserved == 48u << 20);
+    assert_true (g.write_cache == (uint64_t) 5 << 40);
     assert_int_equal (store_job_delete (st, 4244, 0, &error), 0);
     assert_int_equal (store_job_latest (st, 4244, &g, &error), -1);
     store_close (st);
