@@ -287,8 +287,7 @@ static bool outbox_unmount (struct agent *a, int boxfd, const char *name)
                   name)
             >= (int) sizeof (path)
         || umount2 (path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0) {
-        tier_log (LOG_WARNING, "outbox %s: umount: %s", path,
-                  strerror (errno));
+        tier_log (LOG_WARNING, "outbox %s: umount: %s", path, strerror (errno));
         return true;
     }
     if (unlinkat (boxfd, name, AT_REMOVEDIR) < 0)

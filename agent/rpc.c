@@ -199,7 +199,7 @@ struct reserved_ctx {
     uint64_t sum;
     bool only_uid;
     uid_t uid;
-    bool write_caches;      /* their write caches only */
+    bool write_caches; /* their write caches only */
 };
 
 static int reserved_cb (const struct store_job *j, void *arg)
@@ -434,9 +434,8 @@ static void write_cache_grant (struct agent *a, struct store_job *job,
     if (c->nvdimm_capacity) {
         uint64_t taken = tier_size_add (agent_nvdimm_taken (a, job->job_id),
                                         job->reserved);
-        uint64_t room = taken < c->nvdimm_capacity
-                            ? c->nvdimm_capacity - taken
-                            : 0;
+        uint64_t room = taken < c->nvdimm_capacity ? c->nvdimm_capacity - taken
+                                                   : 0;
         if (room < WRITE_CACHE_MIN) {
             (void) snprintf (why, whysize,
                              "the NVDIMM tier of node %s has no room for a "
@@ -490,8 +489,7 @@ static json_t *register_answer (struct agent *a, struct store_job *job,
             json_object_set_new (res, "refused", json_string (refused));
     }
     policy_out = res
-                 && policy_job_endpoint (a, job, scratch, sizeof (scratch))
-                        == 0
+                 && policy_job_endpoint (a, job, scratch, sizeof (scratch)) == 0
                  && scratch[0];
     if (policy_out)
         json_object_set_new (res, "stage_out", json_string (scratch));

@@ -470,8 +470,10 @@ static void print_metrics (struct agent *a, FILE *f,
                  "configured capacity.\n# TYPE tier_nvdimm_capacity_bytes "
                  "gauge\ntier_nvdimm_capacity_bytes %llu\n",
                  (unsigned long long) a->conf->nvdimm_capacity);
-        fprintf (f, "# HELP tier_nvdimm_reserved_bytes Scratch and write caches "
-                 "reserved by running jobs.\n# TYPE tier_nvdimm_reserved_bytes gauge\n"
+        fprintf (f,
+                 "# HELP tier_nvdimm_reserved_bytes Scratch and write caches "
+                 "reserved by running jobs.\n# TYPE tier_nvdimm_reserved_bytes "
+                 "gauge\n"
                  "tier_nvdimm_reserved_bytes %llu\n",
                  (unsigned long long) agent_reserved (a));
         fprintf (f, "# HELP tier_nvdimm_pmem 1 if the NVDIMM tier is real "

@@ -280,17 +280,18 @@ static int job_decode (const void *data, size_t len, struct store_job *j)
     const char *user = "", *node = "", *state = NULL, *opts = "";
     int steps = 0;
 
-    if (!o || json_unpack (o, "{s:I s:I s?I s?I s:I s:I s?s s?s s?s s?I s?I "
-                           "s?i s?s s?I s?i s?i s?I}",
-                           "job_id", &job_id, "restart", &restart,
-                           "batch_id", &batch, "array_task_id", &task,
-                           "uid", &uid, "gid", &gid, "user", &user,
-                           "node", &node, "state", &state,
-                           "registered", &reg, "ended", &ended,
-                           "steps", &steps, "options", &opts,
-                           "reserved", &reserved, "scratch_denied", &denied,
-                           "exit_code", &exit_code, "write_cache",
-                           &wc) < 0) {
+    if (!o
+        || json_unpack (o,
+                        "{s:I s:I s?I s?I s:I s:I s?s s?s s?s s?I s?I "
+                        "s?i s?s s?I s?i s?i s?I}",
+                        "job_id", &job_id, "restart", &restart, "batch_id",
+                        &batch, "array_task_id", &task, "uid", &uid, "gid",
+                        &gid, "user", &user, "node", &node, "state", &state,
+                        "registered", &reg, "ended", &ended, "steps", &steps,
+                        "options", &opts, "reserved", &reserved,
+                        "scratch_denied", &denied, "exit_code", &exit_code,
+                        "write_cache", &wc)
+               < 0) {
         json_decref (o);
         errno = EINVAL;
         return -1;

@@ -39,7 +39,7 @@ struct tier_conf {
     uint64_t bb_min_free;       /* BBMinFree: keep this much of the BB free */
     uint64_t bb_user_max;       /* BBUserMax: a user's replicas on this
                                  * node's budget, at most (0: no cap) */
-    uint64_t write_cache_size;     /* WriteCacheSize: one job's write cache
+    uint64_t write_cache_size;  /* WriteCacheSize: one job's write cache
                                     * on the node, at most (0: a quarter
                                     * of NvdimmCapacity) */
     uint64_t write_cache_user_max; /* WriteCacheUserMax: what one user's

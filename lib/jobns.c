@@ -1011,8 +1011,8 @@ int tier_ovl_dirs (int dirfd, int *upperfd, int *workfd, tier_error_t *error)
 
 int tier_mount_clone (int dirfd, tier_error_t *error)
 {
-    int t = sys_open_tree (dirfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC
-                                          | AT_EMPTY_PATH);
+    int t = sys_open_tree (dirfd, "",
+                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 
     if (t < 0)
         tier_errprintf (error, "open_tree: %s", strerror (errno));

@@ -311,8 +311,7 @@ static bool same_fs (int fd1, int fd2)
 {
     struct stat a, b;
 
-    return fstat (fd1, &a) == 0 && fstat (fd2, &b) == 0
-           && a.st_dev == b.st_dev;
+    return fstat (fd1, &a) == 0 && fstat (fd2, &b) == 0 && a.st_dev == b.st_dev;
 }
 
 /* On the host, before the job's namespace is joined: on a DRAM-emulated
@@ -356,15 +355,14 @@ static int outbox_fs (const struct mount_ctx *m, tier_error_t *error)
     }
     if ((clone = tier_mount_clone (jobfd, error)) < 0)
         clone = -2;
-out:
-    {
-        int fds[] = { rootfd, boxfd, jobfd };
-        int e = errno;
-        for (size_t i = 0; i < sizeof (fds) / sizeof (fds[0]); i++)
-            if (fds[i] >= 0)
-                close (fds[i]);
-        errno = e;
-    }
+out : {
+    int fds[] = { rootfd, boxfd, jobfd };
+    int e = errno;
+    for (size_t i = 0; i < sizeof (fds) / sizeof (fds[0]); i++)
+        if (fds[i] >= 0)
+            close (fds[i]);
+    errno = e;
+}
     return clone;
 }
 
@@ -423,9 +421,10 @@ static int mount_outbox (const struct mount_ctx *m, int k, const char *dir,
         if (tier_mount_attach (m->outbox_fs, jobfd, error) < 0) {
             char msg[TIER_ERROR_MAX];
             (void) snprintf (msg, sizeof (msg), "%s", error->text);
-            tier_errprintf (error, "--tier-stage-out: %s: the write cache "
-                            "%s/.outbox/%s: %s", dir, m->conf->nvdimm_dir,
-                            name, msg);
+            tier_errprintf (error,
+                            "--tier-stage-out: %s: the write cache "
+                            "%s/.outbox/%s: %s",
+                            dir, m->conf->nvdimm_dir, name, msg);
             goto out;
         }
         close (jobfd);
@@ -691,13 +690,12 @@ static int first_setup (struct mount_ctx *m, tier_error_t *error)
         (void) tier_ns_mark (base, m->job_id, TIER_NS_READY);
         (void) tier_ns_write (base, m->job_id, TIER_NS_SCRATCH, m->scratch);
         if (m->stage_out[0]
-            && (tier_ns_write (base, m->job_id, TIER_NS_STAGEOUT,
-                               m->stage_out) < 0
+            && (tier_ns_write (base, m->job_id, TIER_NS_STAGEOUT, m->stage_out)
+                    < 0
                 || stage_out_start (m->conf, tier.conf_path, m->job_id,
                                     m->restart, m->stage_out, error)
                        < 0)) {
-            slurm_error ("tier: job %u: stage-out: %s", m->job_id,
-                         error->text);
+            slurm_error ("tier: job %u: stage-out: %s", m->job_id, error->text);
             (void) tier_ns_mark (base, m->job_id, TIER_NS_FAILED);
         }
         else
@@ -755,7 +753,7 @@ int ns_setup (spank_t sp, tier_error_t *error)
         rc = 0;                         /* an earlier step made them */
     else if (tier_ns_marked (base, m.job_id, TIER_NS_FAILED))
         tier_errprintf (error, "the job's tiers could not be set up on "
-                        "this node (see the first step's message)");
+                               "this node (see the first step's message)");
     else
         rc = first_setup (&m, error);
     if (rc == 0 && tier_ns_read (base, m.job_id, TIER_NS_BOUND, tier.bound,

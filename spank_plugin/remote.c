@@ -750,7 +750,8 @@ static void write_cache_full_warn (void)
                      "(%s: WriteCacheSize, or what the NVDIMM tier or "
                      "WriteCacheUserMax left) is full: writes to the output "
                      "directories past it fail with \"No space left on "
-                     "device\"", tier.conf->node,
+                     "device\"",
+                     tier.conf->node,
                      tier_size_format (tier.write_cache, h, sizeof (h)));
 }
 
