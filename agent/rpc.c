@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "lib/units.h"
@@ -387,8 +388,8 @@ static uint64_t min_u64 (uint64_t x, uint64_t y)
 /* The job's write cache on the node, decided at its first registration
  * here: WriteCacheSize (a quarter of NvdimmCapacity by default), less if
  * the tier has less room left (NvdimmCapacity less what is reserved and
- * held: agent_nvdimm_taken) or the user's caches take nearly
- * WriteCacheUserMax already (their running jobs' write caches, and
+ * held: agent_nvdimm_taken), its file system has less free, or the
+ * user's caches take nearly WriteCacheUserMax already (their running jobs' write caches, and
  * ended jobs' not all on the GFS yet: a migration that keeps failing
  * keeps its cache).  It is reserved (job->write_cache) and the plugin
  * mounts the cache with that size, so that the outputs of a running job
@@ -447,6 +448,26 @@ static void write_cache_grant (struct agent *a, struct store_job *job,
             return;
         }
         grant = min_u64 (grant, room);
+    }
+    if (c->nvdimm_dir[0]) {
+        /* and the file system's own free space (on a tmpfs tier the
+         * caches are file systems of their own, which it does not see:
+         * a bound all the same) */
+        struct statvfs sf;
+        uint64_t fs_free;
+        if (statvfs (c->nvdimm_dir, &sf) == 0) {
+            fs_free = (uint64_t) sf.f_bavail * sf.f_frsize;
+            if (fs_free < WRITE_CACHE_MIN) {
+                (void) snprintf (why, whysize,
+                                 "the node's write cache is full (%llu KiB "
+                                 "free in %s): the job writes to the GFS "
+                                 "directly",
+                                 (unsigned long long) (fs_free >> 10),
+                                 c->nvdimm_dir);
+                return;
+            }
+            grant = min_u64 (grant, fs_free);
+        }
     }
     job->write_cache = grant == UINT64_MAX ? 0 : grant;
 }

@@ -9,9 +9,16 @@
  * mounted a FUSE file system over -- so it never runs on the loop: the
  * request waits here, with its descriptors, while the policy freezer
  * (policy_freezer.c) reads them off the loop, and runs when the answer
- * (or the freezer's 5 s deadline) comes, with c->upol set to it.  Each
- * read is the request's own (a later `tierctl set policy` is seen by the
- * next request), at most UPOL_PER_UID per user and UPOL_MAX in all.
+ * (or the freezer's 5 s deadline) comes, with c->upol set to it.  At
+ * most UPOL_PER_UID reads per user and UPOL_MAX in all are under way.
+ *
+ * One `tierctl prefetch` asks once per file; its requests carry the same
+ * "policy_run" (a random token of that tierctl): the first one's read
+ * serves the others of the run (one read per run, not one child per
+ * file), for UPOL_TTL_MS after the run's last request.  A request
+ * without a token, or from another run, reads the policies again: a
+ * policy set between two prefetches always counts.  A token is only
+ * ever matched with its own uid.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -23,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/clock.h"
 #include "lib/proto.h"
 #include "agent.h"
 #include "peer.h"
@@ -30,6 +38,20 @@
 
 #define UPOL_PER_UID 4 /* reads of one user under way */
 #define UPOL_MAX 256   /* of all users */
+#define UPOL_TTL_MS 30000
+#define UPOL_CACHE 64   /* runs whose read is kept */
+#define UPOL_RUN_MAX 32 /* a token: at most 32 hex digits */
+
+/* A run's policies, as its first read found them. */
+struct upol_cached {
+    uid_t uid;
+    char run[UPOL_RUN_MAX + 1];
+    char user[64];
+    int kind; /* POLMSG_USER or POLMSG_NONE */
+    char *text;
+    int64_t at_ms; /* last used; 0: an empty slot */
+};
+static struct upol_cached cache[UPOL_CACHE];
 
 struct upol_wait {
     struct agent *a;
@@ -41,8 +63,9 @@ struct upol_wait {
     json_t *req;
     int fds[TIER_MSG_FDS_MAX];
     int nfds;
-    bool in_call; /* userpol_call has not returned yet */
-    bool done;    /* answered while in_call */
+    bool in_call;               /* userpol_call has not returned yet */
+    char run[UPOL_RUN_MAX + 1]; /* its "policy_run", or "" */
+    bool done;                  /* answered while in_call */
     int kind;
     char *text;
     struct upol_wait *next;
@@ -93,6 +116,60 @@ static void free_wait (struct upol_wait *w)
     free (w);
 }
 
+static struct upol_cached *cached (uid_t uid, const char *run)
+{
+    for (int i = 0; i < UPOL_CACHE; i++)
+        if (cache[i].at_ms && cache[i].uid == uid
+            && !strcmp (cache[i].run, run))
+            return &cache[i];
+    return NULL;
+}
+
+/* The request's "policy_run" into run: "" if none or not a token. */
+static void run_of (json_t *req, char run[UPOL_RUN_MAX + 1])
+{
+    const char *s = json_string_value (json_object_get (req, "policy_run"));
+    size_t n = s ? strlen (s) : 0;
+
+    run[0] = '\0';
+    if (n < 8 || n > UPOL_RUN_MAX || strspn (s, "0123456789abcdef") != n)
+        return;
+    memcpy (run, s, n + 1);
+}
+
+static void cache_drop (struct upol_cached *u)
+{
+    free (u->text);
+    memset (u, 0, sizeof (*u));
+}
+
+/* Keep what w's read found for the rest of its run. */
+static void cache_put (const struct upol_wait *w)
+{
+    struct upol_cached *u;
+    char *text = NULL;
+
+    if (!w->run[0] || (w->kind != POLMSG_USER && w->kind != POLMSG_NONE)
+        || (w->text && !(text = strdup (w->text))))
+        return;
+    u = cached (w->uid, w->run);
+    if (!u) { /* a free slot, else the oldest */
+        u = &cache[0];
+        for (int i = 0; i < UPOL_CACHE && u->at_ms; i++)
+            if (!cache[i].at_ms || cache[i].at_ms < u->at_ms)
+                u = &cache[i];
+    }
+    cache_drop (u);
+    u->uid = w->uid;
+    memcpy (u->run, w->run, sizeof (u->run));
+    (void) snprintf (u->user, sizeof (u->user), "%s", w->user);
+    u->kind = w->kind;
+    u->text = text;
+    u->at_ms = tier_now_ms ();
+    if (u->at_ms <= 0)
+        u->at_ms = 1;
+}
+
 static void on_read (struct agent *a, int kind, char *out, void *arg)
 {
     struct upol_wait *w = arg;
@@ -103,6 +180,7 @@ static void on_read (struct agent *a, int kind, char *out, void *arg)
 
     w->kind = kind;
     w->text = out;
+    cache_put (w);
     if (w->in_call) {
         w->done = true;
         return;
@@ -153,6 +231,8 @@ json_t *userpol_call (struct agent *a, struct conn *c, rpc_f fn, json_t *req,
     struct store_job job, mine;
     struct peer_job pj;
     struct upol_wait *w;
+    struct upol_cached *u;
+    char token[UPOL_RUN_MAX + 1];
     tier_error_t e;
     char buf[4096];
     json_t *res;
@@ -169,6 +249,16 @@ json_t *userpol_call (struct agent *a, struct conn *c, rpc_f fn, json_t *req,
     if (!a->conf->shared_state_dir[0]) { /* the site's policies only */
         none.user = pw->pw_name;
         return run_now (a, c, fn, req, &none, error);
+    }
+    run_of (req, token);
+    if (token[0] && (u = cached (c->cred.uid, token))) {
+        int64_t now = tier_now_ms ();
+        if (now - u->at_ms < UPOL_TTL_MS && !strcmp (u->user, pw->pw_name)) {
+            struct user_pols up = { u->user, u->kind, u->text };
+            u->at_ms = now > 0 ? now : 1;
+            return run_now (a, c, fn, req, &up, error);
+        }
+        cache_drop (u);
     }
     if (nwaits >= UPOL_MAX || waits_of (c->cred.uid) >= UPOL_PER_UID) {
         errno = EAGAIN;
@@ -203,6 +293,7 @@ json_t *userpol_call (struct agent *a, struct conn *c, rpc_f fn, json_t *req,
     job.uid = pw->pw_uid;
     job.gid = pw->pw_gid;
     (void) snprintf (job.user, sizeof (job.user), "%s", pw->pw_name);
+    memcpy (w->run, token, sizeof (w->run));
     w->in_call = true;
     policy_freezer_read_start (a, &job, on_read, w);
     w->in_call = false;

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -38,7 +39,22 @@ struct prefetch {
     json_int_t files, bytes, copied, present, failed, skipped;
     json_t *errors;
     json_t *mirrors;
+    char run[33]; /* this run's token: the agent reads the caller's
+                   * policies once for all its requests */
 };
+
+/* A random token for p's requests ("" if the kernel gives none: each
+ * request then reads the policies itself). */
+static void run_token (struct prefetch *p)
+{
+    unsigned char b[16];
+
+    p->run[0] = '\0';
+    if (getrandom (b, sizeof (b), GRND_NONBLOCK) != (ssize_t) sizeof (b))
+        return;
+    for (size_t i = 0; i < sizeof (b); i++)
+        (void) snprintf (p->run + 2 * i, 3, "%02x", b[i]);
+}
 
 static void note_error (struct prefetch *p, const char *path,
                         const char *why)
@@ -70,6 +86,8 @@ static void prefetch_fd (struct prefetch *p, int fd, const char *shown)
     {
         json_t *req = json_pack ("{s:s s:s}", "op", "replica.prefetch",
                                  "path", real);
+        if (req && p->run[0])
+            json_object_set_new (req, "policy_run", json_string (p->run));
         body = req ? json_dumps (req, JSON_COMPACT) : NULL;
         json_decref (req);
     }
@@ -157,10 +175,13 @@ static void prefetch_at (struct prefetch *p, int atfd, const char *name,
  */
 static void mirror (struct prefetch *p, const char *dir)
 {
-    json_t *res = ctl_call (p->ctl, json_pack ("{s:s s:s}", "op",
-                                               "replica.mirror", "path",
-                                               dir));
+    json_t *req = json_pack ("{s:s s:s}", "op", "replica.mirror", "path", dir);
+    json_t *res;
     char a[32];
+
+    if (req && p->run[0])
+        json_object_set_new (req, "policy_run", json_string (p->run));
+    res = ctl_call (p->ctl, req);
 
     if (!res) {
         p->failed++;
@@ -190,6 +211,7 @@ int cmd_prefetch (struct ctl *ctl, int argc, char **argv)
     bool bind = false;
     int c;
 
+    run_token (&p);
     while ((c = getopt_long (argc, argv, "+", opts, NULL)) != -1) {
         if (c == 'b')
             bind = true;

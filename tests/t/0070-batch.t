@@ -414,6 +414,24 @@ test_expect_success 'prefetch outside a batch directory is refused with the reas
     ! (cd $H && as_user alice $TIERCTL -N n3 prefetch $H/notbatch) 2>$TRASH/nb &&
     cat $TRASH/nb && grep -q "is not in a batch directory" $TRASH/nb
 '
+# A prefetch asks the agent once per file; each request follows the
+# caller's policies, read as the user off the loop.  The requests of one
+# tierctl prefetch share one read, so a tree of 20 files costs one read,
+# not 20; the next prefetch reads them again, so a policy unset just
+# before it counts.
+test_expect_success 'prefetch of 20 files reads the policies once; unset policy applies to the next at once' '
+    as_user alice mkdir -p $H/many &&
+    for i in $(seq 1 20); do as_user alice sh -c "echo $i > $H/many/f$i" || exit 1; done &&
+    (cd $H && as_user alice $TIERCTL -N n3 set policy $H/many batch) &&
+    gfsemu_reset "$GFS" &&
+    (cd $H && as_user alice $TIERCTL -N n3 prefetch $H/many) >$TRASH/many && cat $TRASH/many &&
+    grep -q "20 files" $TRASH/many &&
+    reads=$(gfsemu_stat "$GFS" .tier/users/alice/policies.json open) &&
+    echo "policy reads for 20 prefetched files: $reads" && test "$reads" -ge 1 && test "$reads" -le 2 &&
+    (cd $H && as_user alice $TIERCTL -N n3 unset policy $H/many) &&
+    ! (cd $H && as_user alice $TIERCTL -N n3 prefetch $H/many/f1) 2>$TRASH/many2 &&
+    cat $TRASH/many2 && grep -q "is not in a batch directory" $TRASH/many2
+'
 test_expect_success 'eager mode: prefetch --bind mirrors a directory; a later job gets it bound read-only' '
     as_user alice mkdir -p $H/tools/lib &&
     as_user alice cp "$(command -v busybox)" $H/tools/busybox &&
