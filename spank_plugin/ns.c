@@ -40,6 +40,17 @@
 #include "stage.h"
 #include "tier.h"
 
+/* Close the descriptors of fds that are open, keeping errno. */
+static void close_all (const int *fds, size_t n)
+{
+    int e = errno;
+
+    for (size_t i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close (fds[i]);
+    errno = e;
+}
+
 static int subdir (int dirfd, const char *name, mode_t mode,
                    tier_error_t *error)
 {
@@ -298,11 +309,7 @@ static int mount_scratch (const struct mount_ctx *m, int k, const char *dir,
 out:
     {
         int fds[] = { lowerfd, rootfd, jobfd, kfd, upfd, workfd };
-        int e = errno;
-        for (size_t i = 0; i < sizeof (fds) / sizeof (fds[0]); i++)
-            if (fds[i] >= 0)
-                close (fds[i]);
-        errno = e;
+        close_all (fds, sizeof (fds) / sizeof (fds[0]));
     }
     return rc;
 }
@@ -355,14 +362,8 @@ static int outbox_fs (const struct mount_ctx *m, tier_error_t *error)
     }
     if ((clone = tier_mount_clone (jobfd, error)) < 0)
         clone = -2;
-out : {
-    int fds[] = { rootfd, boxfd, jobfd };
-    int e = errno;
-    for (size_t i = 0; i < sizeof (fds) / sizeof (fds[0]); i++)
-        if (fds[i] >= 0)
-            close (fds[i]);
-    errno = e;
-}
+out:
+    close_all ((const int[]){ rootfd, boxfd, jobfd }, 3);
     return clone;
 }
 
@@ -475,11 +476,7 @@ static int mount_outbox (const struct mount_ctx *m, int k, const char *dir,
 out:
     {
         int fds[] = { lowerfd, rootfd, boxfd, jobfd, kfd, upfd, workfd };
-        int e = errno;
-        for (size_t i = 0; i < sizeof (fds) / sizeof (fds[0]); i++)
-            if (fds[i] >= 0)
-                close (fds[i]);
-        errno = e;
+        close_all (fds, sizeof (fds) / sizeof (fds[0]));
     }
     return rc;
 }
