@@ -52,6 +52,7 @@ struct conn {
     int *req_fds;               /* the request's descriptors: a handler */
     int req_nfds;               /* takes one by setting it to -1 */
     uint32_t req_id;            /* the request's id (for deferred replies) */
+    int reply_fd;               /* sent with the next reply, then closed */
     const struct user_pols *upol; /* the caller's, read for this request */
     struct conn *prev, *next;
 };
@@ -158,6 +159,10 @@ void userpol_conn_gone (struct agent *a, struct conn *c);
  * this call.
  */
 void server_reply (struct agent *a, struct conn *c, uint32_t id, char *body);
+/* The same with a descriptor (closed once queued; -1: none).  A handler
+ * that answers at once sets c->reply_fd instead. */
+void server_reply_fd (struct agent *a, struct conn *c, uint32_t id, char *body,
+                      int fd);
 /* server.c: watch fd for input; fn is called from the loop. */
 int server_watch (struct agent *a, int fd, void (*fn) (struct agent *));
 /* a JSON error body {"errno": N, "error": "..."} (malloc'd) */

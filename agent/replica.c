@@ -9,17 +9,20 @@
  * readable regular file whose path (as the kernel tells) is the one
  * claimed and lies under a batch directory of the caller's job, keys the
  * replica by the source's identity and version, and answers with the
- * replica's path, which the interposer opens instead.  Layout on the BB
+ * replica's descriptor (O_PATH, SCM_RIGHTS), which the interposer
+ * reopens through /proc/self/fd with the program's flags.  A user never
+ * opens a replica by name: what a user may read is decided at each
+ * request, with the source's descriptor, so a user whose access to the
+ * source is revoked gets no replica of it afterwards.  Layout on the BB
  * (shared by the nodes):
  *
  *   BBDir/                      root 0711
- *   BBDir/replicas/             root 0711
- *   BBDir/replicas/uUID/        root 0700, ACL user:UID:--x -- only that
- *                               user may open a replica by name; nobody
- *                               lists, nobody else traverses
+ *   BBDir/replicas/             root 0700: only root opens a replica by
+ *                               name; a task gets a descriptor
+ *   BBDir/replicas/uUID/        root 0700: uid's replicas
  *   BBDir/replicas/uUID/KEY     a replica: root-owned, 0444, immutable
  *   BBDir/replicas/uUID/KEY.lock  its fetch lock (root 0600)
- *   BBDir/replicas/world/       root 0711 (site policies with share=world)
+ *   BBDir/replicas/world/       root 0700 (site policies with share=world)
  *   BBDir/.tmp/NODE/            root 0700: this node's copies in flight
  *
  * KEY is the source's inode, size, mtime and ctime (ns); not st_dev, which
@@ -66,7 +69,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/acl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -108,34 +110,13 @@ error:
     return -1;
 }
 
-/* Let only uid traverse the directory fd (open a replica by name; no
- * listing): an ACL entry on root 0700. */
-static int scope_acl (int fd, const char *path, uint32_t uid,
+/* The directory of a scope (uUID, or world: every user's): root 0700,
+ * made once per run.  Nobody but root opens a replica by name: the
+ * interposer gets a descriptor (replica.open), so a user whose access to
+ * a source is revoked cannot open its replica later.  An ACL that an
+ * older tier set (user:UID:--x) is removed. */
+static int scope_dir (struct replicas *r, const char *scope,
                       tier_error_t *error)
-{
-    char text[128];
-    acl_t acl;
-
-    (void) snprintf (text, sizeof (text),
-                     "u::rwx,u:%u:--x,g::---,m::--x,o::---", (unsigned) uid);
-    if (!(acl = acl_from_text (text)) || acl_set_fd (fd, acl) < 0) {
-        int e = errno;
-        if (acl)
-            acl_free (acl);
-        errno = e;
-        return tier_errprintf (error,
-                               "%s: cannot set an ACL (%s): the "
-                               "burst buffer must support POSIX ACLs",
-                               path, strerror (e));
-    }
-    acl_free (acl);
-    return 0;
-}
-
-/* The scope directory of uid (or world: root 0711, every user's), made
- * once per run. */
-static int scope_dir (struct replicas *r, const char *scope, uint32_t uid,
-                      bool world, tier_error_t *error)
 {
     const struct tier_trust t = { .kind = TIER_TRUST_ROOT_DIR };
     char path[PATH_MAX];
@@ -153,10 +134,12 @@ static int scope_dir (struct replicas *r, const char *scope, uint32_t uid,
         < 0)
         return tier_errprintf (error, "%s: %s", path, strerror (errno));
     if ((rc = tier_trust_check (fd, path, &t, error)) == 0) {
-        if (!world)
-            rc = scope_acl (fd, path, uid, error);
-        else if ((fstat (fd, &st) < 0 || (st.st_mode & 07777) != 0711)
-                 && fchmod (fd, 0711) < 0)
+        if (fremovexattr (fd, "system.posix_acl_access") < 0 && errno != ENODATA
+            && errno != ENOTSUP)
+            rc = tier_errprintf (error, "%s: cannot remove its ACL: %s", path,
+                                 strerror (errno));
+        else if ((fstat (fd, &st) < 0 || (st.st_mode & 07777) != 0700)
+                 && fchmod (fd, 0700) < 0)
             rc = tier_errprintf (error, "%s: %s", path, strerror (errno));
     }
     close (fd);
@@ -202,6 +185,23 @@ char *replica_reply (struct replicas *r, const char *id, uint64_t size,
     s = o ? json_dumps (o, JSON_COMPACT) : NULL;
     json_decref (o);
     return s;
+}
+
+int replica_open_published (struct replicas *r, const char *id, uint64_t size)
+{
+    char file[PATH_MAX];
+    struct stat st;
+    int fd;
+
+    replica_index_file (r, id, file, sizeof (file));
+    if ((fd = open (file, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        return -1;
+    if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode)
+        || (uint64_t) st.st_size != size) {
+        close (fd);
+        return -1;
+    }
+    return fd;
 }
 
 json_t *replica_fallthrough (struct agent *a, const struct store_job *job,
@@ -425,14 +425,17 @@ struct replica_req {
     const char *path;
     int fd;
     struct stat st;
+    bool want_fd; /* answer with the replica's descriptor */
     /* serve's */
     int revalidate;
     char scope[24], key[REPLICA_KEY_MAX], id[REPLICA_ID_MAX];
 };
 
 /* The replica of rq is published (by this node or another): a hit, or
- * NULL if it is not. */
-static json_t *serve_published (struct agent *a, struct replica_req *rq)
+ * NULL if it is not.  For the interposer the reply carries the replica's
+ * descriptor (c->reply_fd). */
+static json_t *serve_published (struct agent *a, struct conn *c,
+                                struct replica_req *rq)
 {
     struct replicas *r = a->replicas;
     uint64_t size = (uint64_t) rq->st.st_size;
@@ -440,10 +443,15 @@ static json_t *serve_published (struct agent *a, struct replica_req *rq)
     struct replica *x;
     struct stat st;
     json_t *o;
+    int fd = -1;
 
     replica_index_file (r, rq->id, file, sizeof (file));
-    if (lstat (file, &st) < 0 || !S_ISREG (st.st_mode)
-        || (uint64_t) st.st_size != size)
+    if (rq->want_fd) {
+        if ((fd = replica_open_published (r, rq->id, size)) < 0)
+            return NULL;
+    }
+    else if (lstat (file, &st) < 0 || !S_ISREG (st.st_mode)
+             || (uint64_t) st.st_size != size)
         return NULL;
     close (rq->fd);
     if (!(x = replica_index_find (r, rq->id))
@@ -464,6 +472,13 @@ static json_t *serve_published (struct agent *a, struct replica_req *rq)
     s = replica_reply (r, rq->id, size, rq->revalidate, true);
     o = s ? json_loads (s, 0, NULL) : NULL;
     free (s);
+    if (o && fd >= 0) {
+        if (c->reply_fd >= 0)
+            close (c->reply_fd);
+        c->reply_fd = fd;
+    }
+    else if (fd >= 0)
+        close (fd);
     return o;
 }
 
@@ -500,6 +515,7 @@ static struct waiter *waiter_new (struct conn *c, const struct replica_req *rq)
     w->c = c;
     w->msgid = c->req_id;
     w->revalidate = rq->revalidate;
+    w->want_fd = rq->want_fd;
     if (rq->job) {
         w->has_job = true;
         w->job = *rq->job;
@@ -550,12 +566,12 @@ static json_t *serve (struct agent *a, struct conn *c, struct replica_req *rq,
                          (unsigned) rq->uid);
     replica_key (&rq->st, rq->key, sizeof (rq->key));
     (void) snprintf (rq->id, sizeof (rq->id), "%s/%s", rq->scope, rq->key);
-    if (scope_dir (r, rq->scope, rq->uid, world, error) < 0) {
+    if (scope_dir (r, rq->scope, error) < 0) {
         close (rq->fd);
         tier_log (LOG_ERR, "%s", error->text);
         return replica_fallthrough (a, rq->job, "%s", error->text);
     }
-    if ((o = serve_published (a, rq)))
+    if ((o = serve_published (a, c, rq)))
         return o;
     if ((x = replica_index_find (r, rq->id)))
         replica_index_forget (a, x); /* its file is gone */
@@ -712,6 +728,7 @@ json_t *op_replica_open (struct agent *a, struct conn *c, json_t *req,
     rq.pol = &pol;
     rq.path = path;
     rq.fd = fd;
+    rq.want_fd = true;
     return serve (a, c, &rq, error);
 }
 
@@ -941,7 +958,7 @@ static int make_dirs (struct agent *a, struct replicas *r)
     int dfd;
 
     (void) snprintf (path, sizeof (path), "%.2048s/replicas", r->bb);
-    if (own_dir (r->bb, 0711, &e) < 0 || own_dir (path, 0711, &e) < 0) {
+    if (own_dir (r->bb, 0711, &e) < 0 || own_dir (path, 0700, &e) < 0) {
         (void) snprintf (r->why, sizeof (r->why),
                          "%s (BBDir must be a "
                          "directory of root's)",

@@ -59,6 +59,7 @@ struct waiter {
     bool has_job;
     struct store_job job;
     int revalidate;
+    bool want_fd; /* the interposer's: the replica as a descriptor */
     struct waiter *next;
 };
 
@@ -153,6 +154,9 @@ void replica_fetch_fini (struct agent *a);
 /* replica.c: the replies */
 char *replica_reply (struct replicas *r, const char *id, uint64_t size,
                      int revalidate, bool hit);
+/* The published replica id as a descriptor (O_PATH, close-on-exec) if it
+ * is a regular file of size bytes; else -1. */
+int replica_open_published (struct replicas *r, const char *id, uint64_t size);
 json_t *replica_fallthrough (struct agent *a, const struct store_job *job,
                              const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));

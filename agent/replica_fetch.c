@@ -300,7 +300,13 @@ static void answer (struct agent *a, struct fetch *f, struct waiter *w,
 {
     const struct store_job *job = w->has_job ? &w->job : NULL;
     char *body;
+    int fd = -1;
 
+    if (x && w->want_fd
+        && (fd = replica_open_published (a->replicas, f->id, f->size)) < 0) {
+        x = NULL;
+        err = "the replica is gone";
+    }
     if (x) {
         bool miss = kind == REPMSG_COPIED && w->miss;
         x->opens++;
@@ -322,7 +328,7 @@ static void answer (struct agent *a, struct fetch *f, struct waiter *w,
         json_decref (o);
     }
     w->c->waiting--;
-    server_reply (a, w->c, w->msgid, body);
+    server_reply_fd (a, w->c, w->msgid, body, fd);
 }
 
 /* A fetch ended: record the replica, answer every waiter. */

@@ -191,6 +191,8 @@ static void conn_close (struct agent *a, struct conn *c)
         (void) epoll_ctl (a->epfd, EPOLL_CTL_DEL, c->fd, NULL);
         close (c->fd);
     }
+    if (c->reply_fd >= 0)
+        close (c->reply_fd);
     tier_msgreader_fini (&c->rd);
     tier_msgwriter_fini (&c->wr);
     if (c->prev)
@@ -265,11 +267,17 @@ static int conn_flush (struct agent *a, struct conn *c)
 static void conn_reply (struct agent *a, struct conn *c, uint32_t id,
                         char *body)
 {
+    int fd = c->reply_fd;
+
+    c->reply_fd = -1;
     if (!body
         || tier_msgwriter_queue (&c->wr, TIER_MSG_RESPONSE, id, body,
-                                 strlen (body), NULL, 0) < 0)
+                                 strlen (body), fd >= 0 ? &fd : NULL, fd >= 0)
+               < 0)
         c->closing = true;              /* out of memory: give up on it */
     free (body);
+    if (fd >= 0)
+        close (fd);
 }
 
 /* A framing error: reply once, then close after the reply is out. */
@@ -374,6 +382,15 @@ static int conn_check_fd (int fd, void *arg, tier_error_t *error)
 
 void server_reply (struct agent *a, struct conn *c, uint32_t id, char *body)
 {
+    server_reply_fd (a, c, id, body, -1);
+}
+
+void server_reply_fd (struct agent *a, struct conn *c, uint32_t id, char *body,
+                      int fd)
+{
+    if (c->reply_fd >= 0)
+        close (c->reply_fd);
+    c->reply_fd = fd;
     conn_reply (a, c, id, body);
     (void) conn_flush (a, c);
 }
@@ -387,6 +404,7 @@ struct conn *server_conn_add (struct agent *a, int fd,
     if (!(c = calloc (1, sizeof (*c))))
         return NULL;
     c->fd = fd;
+    c->reply_fd = -1;
     c->cred = *cred;
     tier_msgreader_init (&c->rd, TIER_MSG_MAX);
     c->rd.drop_fd = conn_drop_fd;

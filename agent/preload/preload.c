@@ -15,11 +15,22 @@
  *   2. else the source is opened as the program asked (same flags, same
  *      credentials, so the same errors), and its descriptor is passed to
  *      the node's agent (replica.open), which answers with a replica's
- *      path -- fetched once per file version per burst buffer -- or says
- *      to read the GFS;
- *   3. the replica is opened with the program's flags and put in place of
- *      the source descriptor (dup3 onto its number: the program still
- *      gets the lowest free descriptor, as open promises).
+ *      descriptor (O_PATH) -- fetched once per file version per burst
+ *      buffer -- or says to read the GFS;
+ *   3. the replica is reopened through /proc/self/fd with the program's
+ *      flags and put in place of the source descriptor (dup3 onto its
+ *      number: the program still gets the lowest free descriptor, as
+ *      open promises).
+ *
+ * Nobody opens a replica by name but the agent (the BB's directories are
+ * root 0700): what a user may read is decided at each request, so a user
+ * whose access to a source is revoked reads no replica of it once the
+ * process's cache has expired.  The cache keeps the agent's descriptor
+ * (at most CACHE_FDS of them, close-on-exec, numbered from CACHE_FD_BASE
+ * up so that the program's own numbers do not move); an entry whose
+ * number the program closed and reused is never opened: a reopened
+ * descriptor must be the replica's inode, and the cache closes a number
+ * only while it is that O_PATH descriptor.
  *
  * Whatever fails, the program gets the source descriptor -- as its open
  * made it: what a fetcher changed on it (O_DIRECT, readahead, offset) is
@@ -59,6 +70,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -74,7 +86,8 @@
 #define DIRS_MAX 64
 #define CACHE_SLOTS 256
 #define CACHE_PATH_MAX 1024
-#define REPLICA_PATH_MAX 512
+#define CACHE_FDS 64                    /* descriptors the cache holds */
+#define CACHE_FD_BASE 512               /* ... numbered from here */
 #define AGENT_BACKOFF_S 10              /* after the agent did not answer */
 
 struct dir {
@@ -98,7 +111,9 @@ struct centry {
     int64_t expires_ms;         /* monotonic; 0: empty slot */
     uint64_t size;
     char path[CACHE_PATH_MAX];  /* the file's path, as the kernel tells it */
-    char replica[REPLICA_PATH_MAX];
+    int pfd;                    /* the replica's O_PATH descriptor, or -1 */
+    dev_t dev;                  /* ... its identity */
+    ino_t ino;
 };
 
 static struct {
@@ -110,6 +125,8 @@ static struct {
     struct centry cache[CACHE_SLOTS];
     uint64_t cached_opens, cached_bytes;       /* not yet reported */
     int64_t agent_down_until_ms;
+    bool cache_fds_ok; /* RLIMIT_NOFILE leaves room for them */
+    int cache_fds;     /* held by the cache */
 } st;
 
 static __thread int in_tier __attribute__ ((tls_model ("initial-exec")));
@@ -206,6 +223,11 @@ __attribute__ ((constructor)) static void preload_init (void)
     real_freopen = (freopen_f) dlsym (RTLD_NEXT, "freopen");
     in_tier--;
     (void) pthread_atfork (NULL, NULL, child_after_fork);
+    {
+        struct rlimit rl;
+        st.cache_fds_ok = getrlimit (RLIMIT_NOFILE, &rl) == 0
+                          && rl.rlim_cur >= 2 * CACHE_FD_BASE;
+    }
     if (!dirs || !*dirs || !sock || sock[0] != '/'
         || strlen (sock) >= sizeof (st.sock))
         return;
@@ -409,6 +431,39 @@ void tier_preload_test_mid_put (void);
 #define MID_PUT() do { } while (0)
 #endif
 
+/* The replica behind the O_PATH descriptor pfd, opened with the
+ * program's flags (a new open file description: its own offset), if it
+ * is the inode (dev, ino); else -1.  O_NOFOLLOW would refuse the
+ * /proc/self/fd link itself. */
+static int reopen (int pfd, int flags, dev_t dev, ino_t ino)
+{
+    char link[64];
+    struct stat sb;
+    int fd;
+
+    (void) snprintf (link, sizeof (link), "/proc/self/fd/%d", pfd);
+    fd = sys_openat (AT_FDCWD, link, flags & ~(O_CREAT | O_NOFOLLOW), 0);
+    if (fd >= 0
+        && (fstat (fd, &sb) < 0 || !S_ISREG (sb.st_mode) || sb.st_dev != dev
+            || sb.st_ino != ino)) {
+        (void) close (fd);
+        errno = ESTALE;
+        return -1;
+    }
+    return fd;
+}
+
+/* pfd is still the cache's: the O_PATH descriptor of (dev, ino).  The
+ * program may have closed the number and opened something else there. */
+static bool cache_fd_ours (int pfd, dev_t dev, ino_t ino)
+{
+    struct stat sb;
+    int fl;
+
+    return (fl = fcntl (pfd, F_GETFL)) >= 0 && (fl & O_PATH)
+           && fstat (pfd, &sb) == 0 && sb.st_dev == dev && sb.st_ino == ino;
+}
+
 /* A replica validated recently for path: open it (-1 if none). */
 static int cache_open (const char *norm, int flags)
 {
@@ -426,14 +481,13 @@ static int cache_open (const char *norm, int flags)
     if (__atomic_load_n (&e->seq, __ATOMIC_RELAXED) != seq)
         return -1;                      /* written meanwhile */
     copy.path[sizeof (copy.path) - 1] = '\0';
-    copy.replica[sizeof (copy.replica) - 1] = '\0';
     if (!copy.expires_ms || tier_now_ms () >= copy.expires_ms
-        || strcmp (copy.path, norm))
+        || strcmp (copy.path, norm) || copy.pfd < CACHE_FD_BASE)
         return -1;
-    fd = sys_openat (AT_FDCWD, copy.replica, (flags & ~O_CREAT) | O_NOFOLLOW,
-                     0);
+    fd = reopen (copy.pfd, flags, copy.dev, copy.ino);
     if (fd < 0) {
-        /* evicted meanwhile: forget it (unless rewritten), ask again */
+        /* its descriptor is gone (closed by the program): forget it
+         * (unless rewritten), ask again */
         if ((seq2 = slot_claim (e)) >= 0) {
             if (!strcmp (e->path, norm))
                 __atomic_store_n (&e->expires_ms, 0, __ATOMIC_RELAXED);
@@ -446,38 +500,64 @@ static int cache_open (const char *norm, int flags)
     return fd;
 }
 
-static void cache_put (const char *norm, const char *replica, uint64_t size,
-                       int revalidate)
+/* Remember for revalidate seconds that norm's replica is the one behind
+ * pfd (the caller's O_PATH descriptor: the cache holds a duplicate). */
+static void cache_put (const char *norm, int pfd, uint64_t size, int revalidate)
 {
     struct centry *e = &st.cache[slot_of (norm)];
+    struct stat sb;
     int64_t seq;
+    int old, mine;
+    dev_t odev;
+    ino_t oino;
 
-    if (revalidate <= 0 || strlen (norm) >= sizeof (e->path)
-        || strlen (replica) >= sizeof (e->replica)
-        || (seq = slot_claim (e)) < 0)
+    if (revalidate <= 0 || !st.cache_fds_ok || strlen (norm) >= sizeof (e->path)
+        || fstat (pfd, &sb) < 0)
         return;
+    if (__atomic_add_fetch (&st.cache_fds, 1, __ATOMIC_RELAXED) > CACHE_FDS
+        || (mine = fcntl (pfd, F_DUPFD_CLOEXEC, CACHE_FD_BASE)) < 0) {
+        __atomic_sub_fetch (&st.cache_fds, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    if ((seq = slot_claim (e)) < 0) {
+        (void) close (mine);
+        __atomic_sub_fetch (&st.cache_fds, 1, __ATOMIC_RELAXED);
+        return;
+    }
     /* empty first, valid last: a put cut short leaves no entry */
     __atomic_store_n (&e->expires_ms, 0, __ATOMIC_RELAXED);
     __atomic_signal_fence (__ATOMIC_SEQ_CST);
+    old = e->pfd;
+    odev = e->dev;
+    oino = e->ino;
+    e->pfd = -1;
     strcpy (e->path, norm);
     MID_PUT ();
-    strcpy (e->replica, replica);
+    e->dev = sb.st_dev;
+    e->ino = sb.st_ino;
+    e->pfd = mine;
     e->size = size;
     __atomic_signal_fence (__ATOMIC_SEQ_CST);
     __atomic_store_n (&e->expires_ms, tier_now_ms () + (int64_t) revalidate * 1000,
                       __ATOMIC_RELAXED);
     slot_release (e, seq);
+    if (old >= CACHE_FD_BASE) {
+        /* not ours any more if the program closed it: then not closed */
+        if (cache_fd_ours (old, odev, oino))
+            (void) close (old);
+        __atomic_sub_fetch (&st.cache_fds, 1, __ATOMIC_RELAXED);
+    }
 }
 
 /* Ask the agent about the open source srcfd (at real).  0 with the
- * replica's path; else read the source: -1 if srcfd was never sent, -3
+ * replica's descriptor in *rfd (O_PATH); else read the source: -1 if srcfd was never sent, -3
  * if the agent answered without a replica (then nobody uses srcfd any
  * more: a fetcher that read it has ended before its miss is answered),
  * -2 if there was no answer (timeout, the agent died, an error reply): a
  * fetcher may still hold srcfd.
  */
-static int ask_agent (int srcfd, const char *real, char *replica,
-                      size_t size, uint64_t *rsize, int *revalidate)
+static int ask_agent (int srcfd, const char *real, int *rfd, uint64_t *rsize,
+                      int *revalidate)
 {
     char body[PATH_MAX + 256];
     struct tier_jw w;
@@ -486,8 +566,9 @@ static int ask_agent (int srcfd, const char *real, char *replica,
     size_t len = 0;
     uint64_t n, bytes;
     int64_t rv = 0;
-    int fd, rc = -1;
+    int fd, rc = -1, rnfds = 0;
 
+    *rfd = -1;
     if (st.agent_down_until_ms && tier_now_ms () < st.agent_down_until_ms)
         return -1;
     n = __atomic_exchange_n (&st.cached_opens, 0, __ATOMIC_RELAXED);
@@ -505,11 +586,11 @@ static int ask_agent (int srcfd, const char *real, char *replica,
         st.agent_down_until_ms = tier_now_ms () + AGENT_BACKOFF_S * 1000;
         return -1;
     }
-    if (tier_client_call (fd, body, &srcfd, 1, &reply, &len, st.timeout_ms,
-                          &error) < 0)
+    if (tier_client_call_fds (fd, body, &srcfd, 1, &reply, &len, rfd, &rnfds, 1,
+                              st.timeout_ms, &error)
+        < 0)
         rc = -2;
-    else if (tier_jr_get_str (reply, len, "replica", replica, size) == 0
-             && replica[0] == '/') {
+    else if (rnfds == 1) {
         if (tier_jr_get_int (reply, len, "revalidate", &rv) < 0)
             rv = 0;
         if (tier_jr_get_uint (reply, len, "size", rsize) < 0)
@@ -517,8 +598,12 @@ static int ask_agent (int srcfd, const char *real, char *replica,
         *revalidate = (int) rv;
         rc = 0;
     }
-    else
+    else {
+        if (rnfds > 0)
+            (void) close (*rfd);
+        *rfd = -1;
         rc = -3;
+    }
     free (reply);
     (void) close (fd);
     return rc;
@@ -542,10 +627,10 @@ static void source_restore (int srcfd, int fl)
  */
 static int redirect (int dirfd, const char *path, int flags, mode_t mode)
 {
-    char norm[PATH_MAX], real[PATH_MAX], link[64], replica[PATH_MAX];
+    char norm[PATH_MAX], real[PATH_MAX], link[64];
     uint64_t rsize = 0;
-    struct stat sb;
-    int srcfd, fd, revalidate = 0, saved, rc, fl;
+    struct stat sb, rb;
+    int srcfd, fd, rfd, revalidate = 0, saved, rc, fl;
     bool exact;
     ssize_t n;
 
@@ -576,8 +661,7 @@ static int redirect (int dirfd, const char *path, int flags, mode_t mode)
     if (!in_batch (real))
         goto out; /* a symlink led out */
     fl = fcntl (srcfd, F_GETFL);
-    rc = ask_agent (srcfd, real, replica, sizeof (replica), &rsize,
-                    &revalidate);
+    rc = ask_agent (srcfd, real, &rfd, &rsize, &revalidate);
     if (rc == -1)
         goto out; /* never sent: untouched */
     if (rc == -2) {
@@ -598,13 +682,15 @@ static int redirect (int dirfd, const char *path, int flags, mode_t mode)
         source_restore (srcfd, fl);
         goto out;
     }
-    fd = sys_openat (AT_FDCWD, replica, (flags & ~O_CREAT) | O_NOFOLLOW, 0);
-    if (fd < 0) {
+    if (fstat (rfd, &rb) < 0
+        || (fd = reopen (rfd, flags, rb.st_dev, rb.st_ino)) < 0) {
+        (void) close (rfd);
         source_restore (srcfd, fl);
         goto out;
     }
     if (dup3 (fd, srcfd, flags & O_CLOEXEC) < 0) {
         (void) close (fd);
+        (void) close (rfd);
         source_restore (srcfd, fl);
         goto out;
     }
@@ -612,7 +698,8 @@ static int redirect (int dirfd, const char *path, int flags, mode_t mode)
     /* cache the decision under the file's own path, as the kernel tells
      * it: only when the lexical form is that path (no symlink on the way) */
     if (!strcmp (norm, real))
-        cache_put (norm, replica, rsize, revalidate);
+        cache_put (norm, rfd, rsize, revalidate);
+    (void) close (rfd);
 out:
     in_tier--;
     return srcfd;

@@ -128,12 +128,27 @@ test_expect_success '12 tasks reading a cold file at once, across nodes: still o
     stats_settle && test "$(batch_ctr $id misses)" = 1 && test "$(batch_ctr $id hits)" = 11 &&
     test "$(batch_ctr $id gfs_bytes_read)" = "$b"
 '
-test_expect_success 'the replica is a root-owned read-only file in alice'"'"'s 0700+ACL directory' '
+test_expect_success 'the replica is a root-owned read-only file that only root opens by name' '
     k=$(key_of $DB/big) && f=$BB/replicas/u$alice_uid/$k && ls -l $f &&
     test "$(stat -c "%U %a" $f)" = "root 444" &&
-    test "$(stat -c "%U %a" $BB/replicas/u$alice_uid)" = "root 710" &&
-    getfacl -p $BB/replicas/u$alice_uid | grep -qx "user:alice:--x" &&
-    test "$(sha256sum <$f | cut -d" " -f1)" = "$SUM"
+    test "$(stat -c "%U %a" $BB/replicas/u$alice_uid)" = "root 700" &&
+    test "$(stat -c "%U %a" $BB/replicas)" = "root 700" &&
+    ! getfacl -cp $BB/replicas/u$alice_uid | grep -q "^user:[a-z]" &&
+    test "$(sha256sum <$f | cut -d" " -f1)" = "$SUM" &&
+    ! as_user alice cat $f >/dev/null 2>$TRASH/byname && cat $TRASH/byname &&
+    grep -q "Permission denied" $TRASH/byname
+'
+test_expect_success 'access to a source revoked: its user reads no replica of it afterwards, by any way' '
+    mkdir -p $GFS-backing/pub/rv && echo revoked-data >$GFS-backing/pub/rv/f &&
+    chmod 755 $GFS-backing/pub/rv && chmod 644 $GFS-backing/pub/rv/f &&
+    id=$(sbatch_wait alice -w n1 --tier-batch=$GFS/pub/rv -o $OUT/rv1.out --wrap "cat $GFS/pub/rv/f") &&
+    grep -qx revoked-data $OUT/rv1.out &&
+    k=$(key_of $GFS/pub/rv/f) && f=$BB/replicas/u$alice_uid/$k && test -f $f &&
+    chmod 600 $GFS-backing/pub/rv/f &&
+    id=$(sbatch_wait alice -w n1 --tier-batch=$GFS/pub/rv -o $OUT/rv2.out         --wrap "cat $GFS/pub/rv/f; cat $f; ls $BB/replicas/u$alice_uid; true") &&
+    cat $OUT/rv2.out && ! grep -q revoked-data $OUT/rv2.out &&
+    test "$(grep -c "Permission denied" $OUT/rv2.out)" = 3 &&
+    test -f $f
 '
 
 test_expect_success 'a directory policy does the same without any option' '

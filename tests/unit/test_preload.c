@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Copyright 2026 the tier developers */
-/* test_preload.c - the interposer's per-process cache across fork: a
+/* test_preload.c - the interposer's per-process cache: across fork, a
  * fork while a slot is half-written must leave no entry that opens
- * another file's replica, and the slot must work again in the child
+ * another file's replica, and the slot must work again in the child; a
+ * cached descriptor's number that the program closed and reused opens
+ * nothing and is never closed by the cache
  *
  * The interposer is compiled into this program, with a hook in the
  * middle of a put (TIER_PRELOAD_TEST); the program's own opens pass
@@ -17,6 +19,7 @@
 static char tmpdir[PATH_MAX];
 static char rep_p[PATH_MAX + 16], rep_q[PATH_MAX + 16];
 static char path_p[64], path_q[64];     /* two paths of one slot */
+static int fd_p = -1, fd_q = -1;        /* the replicas, O_PATH */
 
 enum hook_mode { HOOK_OFF, HOOK_OTHER_THREAD, HOOK_SAME_THREAD };
 
@@ -47,7 +50,7 @@ static int child_checks (void)
 {
     if (cached_byte (path_p) != '-')
         return 1;
-    cache_put (path_p, rep_p, 1, 30);
+    cache_put (path_p, fd_p, 1, 30);
     if (cached_byte (path_p) != 'P')
         return 2;
     return 0;
@@ -117,6 +120,10 @@ static int setup (void **state)
     snprintf (rep_q, sizeof (rep_q), "%s/replica-q", tmpdir);
     write_file (rep_p, "P");
     write_file (rep_q, "Q");
+    fd_p = open (rep_p, O_PATH | O_CLOEXEC);
+    fd_q = open (rep_q, O_PATH | O_CLOEXEC);
+    if (fd_p < 0 || fd_q < 0 || !st.cache_fds_ok)
+        return -1;
     snprintf (path_q, sizeof (path_q), "/gfs/db/q");
     want = slot_of (path_q);
     for (int i = 0;; i++) {
@@ -125,12 +132,15 @@ static int setup (void **state)
             break;
     }
     memset (st.cache, 0, sizeof (st.cache));
+    st.cache_fds = 0;
     return 0;
 }
 
 static int teardown (void **state)
 {
     (void) state;
+    close (fd_p);
+    close (fd_q);
     unlink (rep_p);
     unlink (rep_q);
     rmdir (tmpdir);
@@ -140,13 +150,13 @@ static int teardown (void **state)
 static void test_put_open (void **state)
 {
     (void) state;
-    cache_put (path_q, rep_q, 1, 30);
+    cache_put (path_q, fd_q, 1, 30);
     assert_int_equal (cached_byte (path_q), 'Q');
     assert_int_equal (cached_byte (path_p), '-');       /* same slot */
-    cache_put (path_p, rep_p, 1, 30);
+    cache_put (path_p, fd_p, 1, 30);
     assert_int_equal (cached_byte (path_p), 'P');
     assert_int_equal (cached_byte (path_q), '-');
-    cache_put (path_q, rep_q, 1, 0);                    /* revalidate 0 */
+    cache_put (path_q, fd_q, 1, 0); /* revalidate 0 */
     assert_int_equal (cached_byte (path_q), '-');
     assert_int_equal (cached_byte (path_p), 'P');
 }
@@ -157,12 +167,12 @@ static void test_fork_by_another_thread (void **state)
     int status = -1;
 
     (void) state;
-    cache_put (path_q, rep_q, 1, 30);
+    cache_put (path_q, fd_q, 1, 30);
     assert_int_equal (cached_byte (path_q), 'Q');
     phase = 0;
     hook_mode = HOOK_OTHER_THREAD;
     assert_int_equal (pthread_create (&th, NULL, forker, &status), 0);
-    cache_put (path_p, rep_p, 1, 30);   /* the child forks in the middle */
+    cache_put (path_p, fd_p, 1, 30); /* the child forks in the middle */
     pthread_join (th, NULL);
     assert_true (WIFEXITED (status));
     assert_int_equal (WEXITSTATUS (status), 0);
@@ -174,9 +184,9 @@ static void test_fork_by_the_writer (void **state)
     int status = -1;
 
     (void) state;
-    cache_put (path_q, rep_q, 1, 30);
+    cache_put (path_q, fd_q, 1, 30);
     hook_mode = HOOK_SAME_THREAD;
-    cache_put (path_p, rep_p, 1, 30);
+    cache_put (path_p, fd_p, 1, 30);
     if (same_thread_child == 0)         /* the child: the put resumed */
         _exit (cached_byte (path_p) == 'P' ? 0 : 2);
     assert_true (same_thread_child > 0);
@@ -187,6 +197,38 @@ static void test_fork_by_the_writer (void **state)
     assert_int_equal (cached_byte (path_p), 'P');
 }
 
+/* The program closes the cache's descriptor and opens another file at
+ * its number: the cache does not open that file, and replacing the entry
+ * does not close it. */
+static void test_number_reused (void **state)
+{
+    struct centry *e = &st.cache[slot_of (path_p)];
+    int n;
+
+    (void) state;
+    cache_put (path_p, fd_p, 1, 30);
+    assert_int_equal (cached_byte (path_p), 'P');
+    n = e->pfd;
+    assert_true (n >= CACHE_FD_BASE);
+    assert_int_equal (close (n), 0);
+    assert_int_equal (cached_byte (path_p), '-'); /* gone */
+    cache_put (path_p, fd_p, 1, 30);
+    n = e->pfd;
+    assert_int_equal (dup2 (fd_q, n), n);         /* Q at the cache's number */
+    assert_int_equal (cached_byte (path_p), '-'); /* not Q's bytes */
+    cache_put (path_q, fd_q, 1, 30);              /* replaces the entry */
+    assert_true (fcntl (n, F_GETFD) >= 0);        /* the program's, still */
+    assert_int_equal (cached_byte (path_q), 'Q');
+    close (n);
+    /* the cache holds at most CACHE_FDS descriptors */
+    for (int i = 0; i < 2 * CACHE_FDS; i++) {
+        char p[64];
+        snprintf (p, sizeof (p), "/gfs/db/many%d", i);
+        cache_put (p, fd_p, 1, 30);
+    }
+    assert_true (st.cache_fds <= CACHE_FDS);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -195,6 +237,7 @@ int main (void)
                                          teardown),
         cmocka_unit_test_setup_teardown (test_fork_by_the_writer, setup,
                                          teardown),
+        cmocka_unit_test_setup_teardown (test_number_reused, setup, teardown),
     };
     return UNIT_RUN (tests);
 }
