@@ -43,6 +43,18 @@
 #                                            line a FILE: "deferred" (no
 #                                            reply: a fetch queued), or
 #                                            the reply's body; then close
+#   rawclient.py SOCKET opens N FILE GOFILE  N replica.open requests for
+#                                            FILE, each on a connection of
+#                                            its own with a descriptor of
+#                                            it, as fast as the agent takes
+#                                            them (1024 connections at a
+#                                            time, one reopened for each the
+#                                            agent closes); print "sent N",
+#                                            with how many are waiting for
+#                                            an answer and how the others
+#                                            ended; then keep them, and the
+#                                            attempts going, until GOFILE
+#                                            exists
 #
 # Frame: magic "TIR1", u16 version, u16 type (1 request, 2 response),
 # u32 id, u32 length, host byte order; then the JSON body.
@@ -302,8 +314,78 @@ def fetches(path, files):
         s.close()
 
 
+def opens(path, n, file, gofile):
+    import resource
+    import selectors
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(4096, hard), hard))
+    fd = os.open(file, os.O_RDONLY)
+    body = ('{"op":"replica.open","path":"%s"}' % file).encode()
+    request = HDR.pack(MAGIC, 1, 1, 7, len(body)) + body
+    sel = selectors.DefaultSelector()
+    ended = {}
+    sent = 0
+
+    def send_one():
+        try:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(path)
+            socket.send_fds(s, [request], [fd])
+        except OSError as e:
+            ended["connect: " + e.strerror] = ended.get(
+                "connect: " + e.strerror, 0) + 1
+            s.close()
+            return
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ, b"")
+
+    def poll(timeout):
+        for key, _ in sel.select(timeout=timeout):
+            s, data = key.fileobj, key.data
+            try:
+                chunk = s.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                chunk = b""
+            data += chunk
+            if chunk and len(data) < HDR.size + (
+                    HDR.unpack_from(data)[4] if len(data) >= HDR.size
+                    else 0):
+                sel.modify(s, selectors.EVENT_READ, data)
+                continue
+            why = close_reason(data) if data else "closed"
+            if len(data) > HDR.size and b"fallthrough" in data:
+                why = "fallthrough"
+            elif len(data) > HDR.size and b'"replica"' in data:
+                why = "replica"
+            ended[why] = ended.get(why, 0) + 1
+            sel.unregister(s)
+            s.close()
+
+    while sent < n:
+        while sent < n and len(sel.get_map()) < 1024:
+            send_one()
+            sent += 1
+        poll(0.01 if len(sel.get_map()) < 1024 else 0.2)
+    poll(1.0)
+    print("sent %d, %d waiting; %s" % (sent, len(sel.get_map()), ", ".join(
+        "%s %d" % (k, v) for k, v in sorted(ended.items()))), flush=True)
+    while not os.path.exists(gofile):
+        if len(sel.get_map()) < 1024:
+            send_one()
+            sent += 1
+        poll(0.05)
+    print("stopped after %d, %d waiting" % (sent, len(sel.get_map())),
+          flush=True)
+    os._exit(0)
+
+
 def main():
     path, what = sys.argv[1], sys.argv[2]
+    if what == "opens":
+        opens(path, int(sys.argv[3]), sys.argv[4], sys.argv[5])
+        return
     if what == "fetches":
         fetches(path, sys.argv[3:])
         return

@@ -141,9 +141,18 @@ test_expect_success 'the agent killed twice while the epilog waits: the dependen
 # the job's registration arrived (the fork that freezes the job's
 # policies), before it answers.  The step asks again, an agent is
 # started, and the job runs as if nothing happened.
+# The kill must meet that fork, not a stats publisher of an earlier job
+# (they run every StatsInterval for a minute after a job ends): the
+# interval is made long and the agent left with no child first.
 reg_retried () { grep -q "job $1: registration: the node.s agent was restarting" $CLUSTER/log/slurmd-n1.log; }
+reloaded () { grep -c "notice: reloaded" $CLUSTER/log/tierd-n1.log || :; }
+no_children () { test -z "$(ps -o pid= --ppid "$1")"; }
 test_expect_success 'the agent dies as a step registers: the step asks the next agent and runs' '
     wait_for 30 agent_up n1 && ap=$(agent_pid n1) &&
+    cp $CLUSTER/etc/tier.conf $TRASH/tier.conf.orig &&
+    sed -i "s/^StatsInterval *=.*/StatsInterval = 10m/" $CLUSTER/etc/tier.conf &&
+    n=$(reloaded) && kill -HUP $ap && wait_for 10 sh -c "test \$(grep -c \"notice: reloaded\" $CLUSTER/log/tierd-n1.log) -gt $n" &&
+    wait_for 30 no_children $ap &&
     { strace -f -qq -o /dev/null -p $ap -e trace=clone,clone3,fork,vfork \
         -e inject=clone,clone3,fork,vfork:signal=KILL:when=1 & } && st=$! &&
     wait_for 10 traced $ap $st &&
@@ -152,7 +161,9 @@ test_expect_success 'the agent dies as a step registers: the step asks the next 
     wait_for 60 job_done $id && { wait $st; true; } && cat $H/reg.out &&
     wait_for 20 test ! -d /proc/$ap && echo "agent $ap is gone" &&
     test "$(job_state $id)" = COMPLETED && echo "job $id COMPLETED" &&
-    ! grep untiered $H/reg.out && reg_retried $id && grep -x ran $OUT/reg.txt
+    ! grep untiered $H/reg.out && reg_retried $id && grep -x ran $OUT/reg.txt &&
+    cp $TRASH/tier.conf.orig $CLUSTER/etc/tier.conf && wait_for 30 agent_up n1 &&
+    kill -HUP $(agent_pid n1)
 '
 
 # The batch step's end publishes the outputs and waits for them (10 s):

@@ -16,6 +16,8 @@
 #   bb-fill  more batch input than the BB budget, read on the node
 #   forged   steps with forged restart counts, and reservations that
 #            would wrap
+#   opens    10,000 replica.open requests from his job, each with a
+#            descriptor, waiting for one slow fetch
 #
 # Each time: the array completes, every output is right, no step says
 # the agent did not answer (no "tier:" line in its logs); a ping once a
@@ -51,11 +53,12 @@ mkfile () { head -c $3 /dev/urandom >$2 && chown $1: $2; }
 md5 () { md5sum <$1 | cut -c1-32; }
 
 as_user alice mkdir -p $H/vdb $H/vin $H/vlog $H/v $H/vscr
-as_user bob mkdir -p $BH/bo $BH/bin $BH/bdb $BH/s
+as_user bob mkdir -p $BH/bo $BH/bin $BH/bdb $BH/s $BH/slow
 mkfile alice $HB/vdb/in 1048576
 mkfile alice $HB/vin/in.bin 2097152
 mkfile bob $BHB/bin/b.bin 4194304
 for i in 1 2 3 4 5 6; do mkfile bob $BHB/bdb/f$i 16777216; done
+mkfile bob $BHB/slow/f 8388608
 VSUMS="$(md5 $HB/vdb/in) $(md5 $HB/vin/in.bin)"
 cat >$H/victim.sh <<'EOF'
 #!/bin/bash
@@ -229,6 +232,27 @@ test_expect_success 'forged: while bob'"'"'s steps forge restart counts and his 
     wait_for 120 job_done $wid && wait_for 120 job_done $bid &&
     cat $BH/wrap.err && grep -q "cannot reserve 8796093022207 MiB" $BH/wrap.err &&
     test "$(job_state $bid)" = COMPLETED
+'
+
+# ----------------------------------------------------------------- opens
+# The agent holds a waiting open per connection, and bob gets at most
+# ClientsPerUser (64) of them: the rest are refused at once.
+agent_rss () { awk '/^VmRSS/ { print $2 }' /proc/$(agent_pid n1)/status; }
+test_expect_success 'opens: while bob sends 10,000 replica.open requests that wait for one fetch' '
+    gfsemu_fault "$GFS" "home/bob/slow/f:read:delay2000" && rss0=$(agent_rss) &&
+    rm -f $TRASH/go-opens && chmod 755 $TRASH &&
+    bid=$(cd $BH && as_user bob sbatch --parsable -w n1 --tier-batch=$BH/slow -o $BH/opens.out \
+        --wrap "env -u LD_PRELOAD $RAW $SOCK opens 10000 $BH/slow/f $TRASH/go-opens") &&
+    { wait_for 120 grep -q "^sent" $BH/opens.out || { cat $BH/opens.out; scontrol show job $bid; false; }; } &&
+    cat $BH/opens.out &&
+    under opens &&
+    w=$(sed -n "s/^sent 10000, \([0-9]*\) waiting.*/\1/p" $BH/opens.out) && echo "waiting: $w" &&
+    test "$w" -ge 1 && test "$w" -le 64 && grep -q "per-user-cap" $BH/opens.out &&
+    rss1=$(agent_rss) && echo "the agent RSS: $rss0 KiB before, $rss1 KiB during" &&
+    echo "opens: $(grep "^sent" $BH/opens.out); the agent RSS $rss0 KiB before, $rss1 KiB during" >>$TRASH/summary &&
+    test $((rss1 - rss0)) -lt 65536 &&
+    touch $TRASH/go-opens && gfsemu_fault_clear "$GFS" && wait_for 60 job_done $bid &&
+    cat $BH/opens.out && test "$(job_state $bid)" = COMPLETED
 '
 
 test_expect_success 'no node is drained or left COMPLETING' '
