@@ -604,30 +604,60 @@ static enum blog_state check_at (const struct blog *b, uint64_t tail,
     return BLOG_PENDING;
 }
 
-enum blog_state blog_next (struct blog *b, struct blog_view *v,
+enum blog_state blog_peek (struct blog *b, uint64_t pos, struct blog_view *v,
                            tier_error_t *error)
 {
     struct super *s = super_of (b);
+    uint64_t tail = __atomic_load_n (&s->tail, __ATOMIC_RELAXED);
+    uint64_t head = __atomic_load_n (&s->head, __ATOMIC_ACQUIRE);
+    enum blog_state st;
 
+    if (tail % BLOG_ALIGN || head % BLOG_ALIGN || head - tail > b->cap)
+        return damaged (error, tail, "head and tail do not add up");
+    if (pos == head)
+        return BLOG_EMPTY;
+    if (pos < tail || pos > head || pos % BLOG_ALIGN)
+        return damaged (error, pos, "a position outside the records");
+    if ((st = check_at (b, pos, head, v, error)) == BLOG_DAMAGED)
+        return st;
+    if (st == BLOG_PENDING
+        && (b->recover || !b->alive (v->writer, v->writer_start)))
+        st = BLOG_ABANDONED;
+    return st;
+}
+
+enum blog_state blog_next (struct blog *b, struct blog_view *v,
+                           tier_error_t *error)
+{
     for (;;) {
-        uint64_t tail = __atomic_load_n (&s->tail, __ATOMIC_RELAXED);
-        uint64_t head = __atomic_load_n (&s->head, __ATOMIC_ACQUIRE);
-        enum blog_state st;
+        uint64_t tail = blog_tail (b);
+        enum blog_state st = blog_peek (b, tail, v, error);
 
-        if (tail == head)
-            return BLOG_EMPTY;
-        if (tail % BLOG_ALIGN || head % BLOG_ALIGN || head - tail > b->cap)
-            return damaged (error, tail, "head and tail do not add up");
-        if ((st = check_at (b, tail, head, v, error)) == BLOG_DAMAGED)
-            return st;
-        if (st == BLOG_PENDING
-            && (b->recover || !b->alive (v->writer, v->writer_start)))
-            st = BLOG_ABANDONED;
-        if (v->type != BLOG_PAD || st == BLOG_PENDING)
+        if (st == BLOG_EMPTY || st == BLOG_DAMAGED || v->type != BLOG_PAD
+            || st == BLOG_PENDING)
             return st;
         if (blog_consume (b, v) < 0)
             return damaged (error, tail, "cannot persist the tail");
     }
+}
+
+uint64_t blog_tail (const struct blog *b)
+{
+    return __atomic_load_n (&super_of (b)->tail, __ATOMIC_ACQUIRE);
+}
+
+int blog_advance (struct blog *b, uint64_t pos)
+{
+    struct super *s = super_of (b);
+    uint64_t tail = __atomic_load_n (&s->tail, __ATOMIC_RELAXED);
+    uint64_t head = __atomic_load_n (&s->head, __ATOMIC_ACQUIRE);
+
+    if (pos < tail || pos > head || pos % BLOG_ALIGN) {
+        errno = EINVAL;
+        return -1;
+    }
+    __atomic_store_n (&s->tail, pos, __ATOMIC_RELEASE);
+    return persist (b, &s->tail, sizeof (s->tail));
 }
 
 int blog_consume (struct blog *b, const struct blog_view *v)

@@ -154,6 +154,19 @@ enum blog_state blog_next (struct blog *b, struct blog_view *v,
  * it, persisted.  0, or -1 with errno EINVAL (v is not at tail) or EIO. */
 int blog_consume (struct blog *b, const struct blog_view *v);
 
+/* The record at pos, a position from tail up to head (the drain walks a
+ * batch ahead of tail with it, v->seq + v->total being the next); pads
+ * come out as BLOG_READY with type BLOG_PAD.  BLOG_EMPTY at head. */
+enum blog_state blog_peek (struct blog *b, uint64_t pos, struct blog_view *v,
+                           tier_error_t *error);
+
+uint64_t blog_tail (const struct blog *b);
+
+/* Free every record before pos (a batch applied and durable): tail moves
+ * to pos, persisted.  0, or -1 with errno EINVAL (pos is not a record's
+ * position from tail to head) or EIO. */
+int blog_advance (struct blog *b, uint64_t pos);
+
 /* Whether process pid started at start (clock ticks after boot) lives:
  * how blog_next tells PENDING from ABANDONED, unless blog_set_alive gave
  * the log another test. */
