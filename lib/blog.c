@@ -646,6 +646,11 @@ uint64_t blog_tail (const struct blog *b)
     return __atomic_load_n (&super_of (b)->tail, __ATOMIC_ACQUIRE);
 }
 
+uint64_t blog_head (const struct blog *b)
+{
+    return __atomic_load_n (&super_of (b)->head, __ATOMIC_ACQUIRE);
+}
+
 int blog_advance (struct blog *b, uint64_t pos)
 {
     struct super *s = super_of (b);

@@ -161,6 +161,7 @@ enum blog_state blog_peek (struct blog *b, uint64_t pos, struct blog_view *v,
                            tier_error_t *error);
 
 uint64_t blog_tail (const struct blog *b);
+uint64_t blog_head (const struct blog *b);
 
 /* Free every record before pos (a batch applied and durable): tail moves
  * to pos, persisted.  0, or -1 with errno EINVAL (pos is not a record's
