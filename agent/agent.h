@@ -270,6 +270,8 @@ void migrate_gauges (struct agent *a, uint32_t batch,
 /* tiers.c */
 void tiers_init (struct agent *a);
 json_t *tiers_json (struct agent *a);
+json_t *op_node_enable (struct agent *a, struct conn *c, json_t *req,
+                        tier_error_t *error);
 
 /* rpc.c */
 /* the running jobs' NVDIMM reservations: scratch and write caches */

@@ -64,7 +64,7 @@ struct drain {
     bool ending;
     struct drain_pace pace;
     struct bdrain_result total;
-    uint64_t told_records, told_bytes;
+    uint64_t told_records, told_bytes, told_used;
     int64_t told_ms, retry_ms;
     int fail_errno;
     uint32_t fail_file;
@@ -193,13 +193,19 @@ static bool pass (struct drain *d, const struct drain_arg *da, int64_t now)
 
 static void progress (struct drain *d, int64_t now)
 {
-    if ((d->total.records == d->told_records && d->total.bytes == d->told_bytes)
-        || now - d->told_ms < 1000)
+    uint64_t used = blog_used (d->b);
+
+    /* at most once a second; at once when the log became empty (the
+     * agent answers its waiters then) */
+    if (!(used == 0 && d->told_used != 0)
+        && ((d->total.records == d->told_records
+             && d->total.bytes == d->told_bytes)
+            || now - d->told_ms < 1000))
         return;
     tell (d, DRMSG_PROGRESS, "{s:I s:I s:I s:I}", "records",
           (json_int_t) d->total.records, "bytes", (json_int_t) d->total.bytes,
-          "used", (json_int_t) blog_used (d->b), "tail",
-          (json_int_t) blog_tail (d->b));
+          "used", (json_int_t) used, "tail", (json_int_t) blog_tail (d->b));
+    d->told_used = used;
     d->told_records = d->total.records;
     d->told_bytes = d->total.bytes;
     d->told_ms = now;

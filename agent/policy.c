@@ -851,7 +851,7 @@ static int endpoint_list (struct agent *a, const struct store_job *job,
         size_t n;
 
         if (!decides (set, p, TIER_POLICY_ENDPOINT)
-            || tier_policy_is_input (p) != inputs
+            || !(inputs ? tier_policy_is_input (p) : tier_policy_is_output (p))
             || tier_list_escape (p->dir, esc, sizeof (esc)) < 0)
             continue;
         n = strlen (esc);
@@ -875,4 +875,30 @@ int policy_job_inputs (struct agent *a, const struct store_job *job,
                        char *out, size_t size)
 {
     return endpoint_list (a, job, true, out, size);
+}
+
+int policy_job_window (struct agent *a, const struct store_job *job, char *out,
+                       size_t size)
+{
+    struct tier_policy_set *set = frozen_load (a, job);
+    size_t o = 0;
+
+    out[0] = '\0';
+    if (!set)
+        return -1;
+    for (int i = 0; i < set->n; i++) {
+        const struct tier_policy *p = &set->v[i];
+        size_t n = strlen (p->dir);
+
+        if (!decides (set, p, TIER_POLICY_ENDPOINT)
+            || !tier_policy_is_window (p) || strchr (p->dir, ':'))
+            continue;
+        if (o + n + 2 > size)
+            break;
+        if (o)
+            out[o++] = ':';
+        memcpy (out + o, p->dir, n + 1);
+        o += n;
+    }
+    return 0;
 }

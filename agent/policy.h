@@ -77,6 +77,10 @@ int policy_job_endpoint (struct agent *a, const struct store_job *job,
  */
 int policy_job_inputs (struct agent *a, const struct store_job *job,
                        char *out, size_t size);
+/* The block cache's directories of a job (endpoint, window, stage none),
+ * for the interposer: "D1:D2" (directories with ':' left out). */
+int policy_job_window (struct agent *a, const struct store_job *job, char *out,
+                       size_t size);
 
 /* The set a user's next job would freeze, without the job layer (for
  * requests from outside a job), from the user policies the freezer read

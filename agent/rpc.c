@@ -27,6 +27,7 @@
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/state.h"
+#include "bcache.h"
 #include "agent.h"
 #include "peer.h"
 #include "policy.h"
@@ -227,6 +228,7 @@ uint64_t agent_nvdimm_taken (struct agent *a, uint32_t except)
 
     (void) store_job_foreach (a->store, reserved_cb, &rc, &error);
     rc.sum = tier_size_add (rc.sum, stage_bytes_held (a, 0, -1));
+    rc.sum = tier_size_add (rc.sum, bcache_held (a, except));
     return tier_size_add (rc.sum, migrate_held_ended (a, (uid_t) -1));
 }
 
@@ -251,6 +253,7 @@ static int reserve_scratch (struct agent *a, struct store_job *job,
      * too */
     staged = stage_bytes_held (a, 0, -1);
     rc.sum = tier_size_add (rc.sum, staged);
+    rc.sum = tier_size_add (rc.sum, bcache_held (a, job->job_id));
     rc.sum = tier_size_add (rc.sum, migrate_held_ended (a, (uid_t) -1));
     if (want > cap || rc.sum > cap - want) {
         char held[64] = "";
@@ -534,6 +537,9 @@ static json_t *register_answer (struct agent *a, struct store_job *job,
         json_object_set_new (res, "stage_in", json_string (scratch));
     if (res && policy_job_batch (a, job, scratch, sizeof (scratch)) == 0)
         json_object_set_new (res, "batch", json_string (scratch));
+    if (res && policy_job_window (a, job, scratch, sizeof (scratch)) == 0
+        && scratch[0])
+        json_object_set_new (res, "window", json_string (scratch));
     if (!res) {
         errno = ENOMEM;
         tier_errprintf (error, "out of memory");
@@ -1027,34 +1033,6 @@ static json_t *op_counters (struct agent *a, struct conn *c, json_t *req,
                       "counters", o);
 }
 
-static json_t *op_node_enable (struct agent *a, struct conn *c, json_t *req,
-                               tier_error_t *error)
-{
-    int enable = 1;
-
-    if (json_unpack (req, "{s:b}", "enable", &enable) < 0) {
-        errno = EINVAL;
-        tier_errprintf (error, "'enable' must be true or false");
-        return NULL;
-    }
-    {
-        char path[4096];
-        int fd;
-        (void) snprintf (path, sizeof (path), "%s/disabled",
-                         a->conf->state_dir);
-        if (enable)
-            (void) unlink (path);
-        else if ((fd = open (path, O_WRONLY | O_CREAT | O_CLOEXEC
-                             | O_NOFOLLOW, 0644)) >= 0)
-            close (fd);
-    }
-    a->disabled = !enable;
-    tier_log (LOG_NOTICE, "tier %s on this node by uid %d",
-              enable ? "enabled" : "disabled", (int) c->cred.uid);
-    return json_pack ("{s:s s:b}", "node", a->node, "enabled",
-                      !a->disabled && a->conf->enabled);
-}
-
 struct count_ctx {
     int running, total;
 };
@@ -1079,6 +1057,7 @@ static json_t *op_status (struct agent *a, struct conn *c, json_t *req,
     json_t *reps = replica_status_json (a);
     json_t *migs = migrate_status_json (a, c->cred.uid);
     json_t *streams = streams_status_json (a, c->cred.uid);
+    json_t *blogs = bcache_status_json (a, c->cred.uid);
 
     int closing_users, closing = rxfd_closing (&closing_users);
     int waiting = 0, mine = 0;
@@ -1090,7 +1069,7 @@ static json_t *op_status (struct agent *a, struct conn *c, json_t *req,
         if (x->cred.uid == c->cred.uid)
             mine += x->waiting;
     }
-    return json_pack ("{s:s s:s s:i s:I s:b s:o s:{s:i s:i} s:o s:o s:o "
+    return json_pack ("{s:s s:s s:i s:I s:b s:o s:{s:i s:i} s:o s:o s:o s:o "
                       "s:{s:i s:i} s:{s:i s:i s:i}}",
                       "version", PACKAGE_VERSION, "node", a->node, "pid",
                       (int) getpid (), "uptime",
@@ -1100,10 +1079,10 @@ static json_t *op_status (struct agent *a, struct conn *c, json_t *req,
                       cc.running, "registered", cc.total, "replicas",
                       reps ? reps : json_object (), "migrations",
                       migs ? migs : json_object (), "streams",
-                      streams ? streams : json_object (), "closing",
-                      "descriptors", closing, "users", closing_users, "clients",
-                      "connections", a->nconns, "waiting", waiting,
-                      "yours_waiting", mine);
+                      streams ? streams : json_object (), "block_cache",
+                      blogs ? blogs : json_array (), "closing", "descriptors",
+                      closing, "users", closing_users, "clients", "connections",
+                      a->nconns, "waiting", waiting, "yours_waiting", mine);
 }
 
 static const struct rpc_op ops[] = {
@@ -1129,6 +1108,9 @@ static const struct rpc_op ops[] = {
     { "job.stageout", op_job_stageout, true },
     { "job.stageout_sync", op_job_stageout_sync, false },
     { "job.outputs", op_job_outputs, false },
+    { "blog.open", op_blog_open, false },
+    { "blog.flush", op_blog_flush, false },
+    { "blog.sync", op_blog_sync, false },
     { NULL, NULL, false },
 };
 

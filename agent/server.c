@@ -41,6 +41,7 @@
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/trust.h"
+#include "bcache.h"
 #include "agent.h"
 #include "child.h"
 #include "streams.h"
@@ -187,6 +188,8 @@ static void conn_close (struct agent *a, struct conn *c)
         rpc_conn_gone (a, c);
     if (c->waiting)
         userpol_conn_gone (a, c);
+    if (c->waiting)
+        bcache_conn_gone (a, c);
     if (c->fd >= 0) {
         (void) epoll_ctl (a->epfd, EPOLL_CTL_DEL, c->fd, NULL);
         close (c->fd);
@@ -709,6 +712,7 @@ static void do_timer (struct agent *a)
     replica_tick (a);
     migrate_tick (a);
     streams_tick (a);
+    bcache_tick (a);
     if (now - a->last_flush_ms >= AGENT_FLUSH_MS) {
         (void) ctr_flush (a);
         (void) replica_flush (a);

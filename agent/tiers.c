@@ -123,3 +123,34 @@ json_t *tiers_json (struct agent *a)
     }
     return o;
 }
+
+/* node.enable {enable} (root and SlurmUser: rpc.c's table): tierctl
+ * enable and disable; kept across restarts in StateDir/disabled */
+json_t *op_node_enable (struct agent *a, struct conn *c, json_t *req,
+                        tier_error_t *error)
+{
+    int enable = 1;
+
+    if (json_unpack (req, "{s:b}", "enable", &enable) < 0) {
+        errno = EINVAL;
+        tier_errprintf (error, "'enable' must be true or false");
+        return NULL;
+    }
+    {
+        char path[4096];
+        int fd;
+        (void) snprintf (path, sizeof (path), "%s/disabled",
+                         a->conf->state_dir);
+        if (enable)
+            (void) unlink (path);
+        else if ((fd = open (path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+                             0644))
+                 >= 0)
+            close (fd);
+    }
+    a->disabled = !enable;
+    tier_log (LOG_NOTICE, "tier %s on this node by uid %d",
+              enable ? "enabled" : "disabled", (int) c->cred.uid);
+    return json_pack ("{s:s s:b}", "node", a->node, "enabled",
+                      !a->disabled && a->conf->enabled);
+}

@@ -34,7 +34,7 @@ static const char *keep_names[] = { "never", "on-failure", "always", NULL };
 static const char *tier_names[] = { "bb", "nvdimm", NULL };
 static const char *share_names[] = { "user", "world", NULL };
 static const char *prefetch_names[] = { "off", "sequential", "stride", NULL };
-static const char *stage_names[] = { "out", "in", NULL };
+static const char *stage_names[] = { "out", "in", "none", NULL };
 
 enum attr_type {
     ATTR_DURATION,
@@ -155,6 +155,18 @@ bool tier_policy_is_input (const struct tier_policy *p)
 {
     return p && p->role == TIER_POLICY_ENDPOINT && (p->set & TIER_PA_STAGE)
            && p->stage == TIER_PSTAGE_IN;
+}
+
+bool tier_policy_is_window (const struct tier_policy *p)
+{
+    return p && p->role == TIER_POLICY_ENDPOINT && (p->set & TIER_PA_WINDOW)
+           && (!(p->set & TIER_PA_STAGE) || p->stage == TIER_PSTAGE_NONE);
+}
+
+bool tier_policy_is_output (const struct tier_policy *p)
+{
+    return p && p->role == TIER_POLICY_ENDPOINT && !tier_policy_is_input (p)
+           && !tier_policy_is_window (p);
 }
 
 /* A name from input, fit for a message: clipped, control bytes as '?'. */
@@ -494,6 +506,34 @@ int tier_policy_validate (const struct tier_policy *p, tier_error_t *error)
             return attr_error (p, "tier", "inputs are staged to the node's "
                                "NVDIMM tier: only nvdimm", error);
         }
+    }
+    if ((p->set & TIER_PA_WINDOW) && (p->set & TIER_PA_STAGE)
+        && p->stage == TIER_PSTAGE_OUT) {
+        /* the block cache writes files in place on the GFS; an output
+         * directory's files are written whole to its write cache */
+        errno = EINVAL;
+        return attr_error (p, "window",
+                           "does not apply to an output "
+                           "directory (stage = out): its files already go "
+                           "to the write cache; window asks for the block "
+                           "cache (stage = none, the default with window)",
+                           error);
+    }
+    if (tier_policy_is_window (p) && (p->set & TIER_PA_TIER)
+        && p->tier != TIER_PTIER_NVDIMM) {
+        errno = EINVAL;
+        return attr_error (p, "tier",
+                           "the block cache's log is on the "
+                           "node's NVDIMM tier: only nvdimm",
+                           error);
+    }
+    if ((p->set & TIER_PA_STAGE) && p->stage == TIER_PSTAGE_NONE
+        && !(p->set & TIER_PA_WINDOW)) {
+        errno = EINVAL;
+        return attr_error (p, "stage",
+                           "none is for the block cache: it "
+                           "needs a window",
+                           error);
     }
     if ((p->set & TIER_PA_WINDOW) && (p->set & TIER_PA_BLOCK)
         && p->window < p->block) {
@@ -857,11 +897,16 @@ json_t *tier_policy_effective_json (const struct tier_policy *p)
     /* the defaults a policy gets for what it does not say */
     if (p->role != TIER_POLICY_NONE && !(p->set & TIER_PA_TIER)) {
         e.tier = p->role == TIER_POLICY_PIPELINE || tier_policy_is_input (p)
-                 ? TIER_PTIER_NVDIMM : TIER_PTIER_BB;
+                         || tier_policy_is_window (p)
+                     ? TIER_PTIER_NVDIMM
+                     : TIER_PTIER_BB;
         e.set |= TIER_PA_TIER;
     }
-    if (p->role == TIER_POLICY_ENDPOINT && !(p->set & TIER_PA_STAGE))
-        e.set |= TIER_PA_STAGE;                 /* out */
+    if (p->role == TIER_POLICY_ENDPOINT && !(p->set & TIER_PA_STAGE)) {
+        e.set |= TIER_PA_STAGE; /* out; none with a window */
+        e.stage = (p->set & TIER_PA_WINDOW) ? TIER_PSTAGE_NONE
+                                            : TIER_PSTAGE_OUT;
+    }
     if (p->role == TIER_POLICY_BATCH) {
         if (!(p->set & TIER_PA_REVALIDATE)) {
             e.revalidate = TIER_POLICY_REVALIDATE_DEFAULT;

@@ -72,6 +72,7 @@ enum tier_policy_prefetch {
 enum tier_policy_stage {
     TIER_PSTAGE_OUT = 0,
     TIER_PSTAGE_IN,
+    TIER_PSTAGE_NONE, /* the files stay on the GFS: the block cache */
 };
 
 /* Which attributes a policy gives explicitly (struct tier_policy.set). */
@@ -260,6 +261,13 @@ bool tier_policy_role_mounts (enum tier_policy_role role);
 /* True for an endpoint policy that makes its directory a stage-in input
  * (stage = in); false for an output directory and every other role. */
 bool tier_policy_is_input (const struct tier_policy *p);
+/* An endpoint directory with a window and no stage (or stage = none):
+ * its files stay on the GFS and writes to them go through the block
+ * cache (doc/block-cache.md). */
+bool tier_policy_is_window (const struct tier_policy *p);
+/* An endpoint directory staged out (stage = out, given or by default
+ * without a window): the write cache. */
+bool tier_policy_is_output (const struct tier_policy *p);
 
 /* Freeze: the policies of in (all layers) that take effect, into out
  * (copies), and every one that does not into refused (an array of

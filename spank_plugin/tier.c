@@ -22,6 +22,7 @@
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
+#include "lib/tjson.h"
 #include "lib/jobns.h"
 #include "lib/paths.h"
 #include "args.h"
@@ -617,6 +618,40 @@ static void end_quietly (const struct tier_conf *conf, uint32_t job_id)
     free (reply);
 }
 
+/* The job's writes in its block cache on this node (if it has one)
+ * reach the GFS before the job ends: an afterok dependent reads them. */
+static void sync_blog_end (const struct tier_conf *conf, uint32_t job_id)
+{
+    char body[160], *reply = NULL;
+    tier_error_t error;
+    int64_t pending = 0;
+    bool drained = false, none = false;
+    int timeout_ms = (int) (conf->stage_out_timeout > 3600
+                                ? 3600 * 1000
+                                : conf->stage_out_timeout * 1000);
+
+    (void) snprintf (body, sizeof (body),
+                     "{\"op\":\"blog.sync\",\"job_id\":%u,\"end\":true,"
+                     "\"timeout_ms\":%d}",
+                     job_id, timeout_ms);
+    if (spawn_call_ex (conf, body, &reply,
+                       timeout_ms + (int) conf->agent_timeout_ms, NULL, &error)
+        < 0) {
+        slurm_error ("tier: epilog of job %u: its block cache: %s", job_id,
+                     error.text);
+        return;
+    }
+    (void) tier_jr_get_bool (reply, strlen (reply), "none", &none);
+    (void) tier_jr_get_bool (reply, strlen (reply), "drained", &drained);
+    (void) tier_jr_get_int (reply, strlen (reply), "pending", &pending);
+    if (!none && !drained)
+        slurm_error ("tier: on node %s, %lld bytes of job %u's writes in "
+                     "its block cache are not on the GFS at job end (see "
+                     "tierctl status); kept and drained later",
+                     conf->node, (long long) pending, job_id);
+    free (reply);
+}
+
 int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
 {
     tier_error_t error;
@@ -695,6 +730,7 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
     }
 
     sync_outputs_end (conf, job_id);
+    sync_blog_end (conf, job_id);
     if (spawn_call_sure (conf, tier.conf_path, job_id, "job end", body, &reply,
                          &error)
             < 0

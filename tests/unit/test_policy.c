@@ -148,6 +148,17 @@ static void test_errors (void **state)
     expect_error (P ("\"/g\":{\"role\":\"endpoint\",\"window\":\"1M\","
                      "\"block\":\"2M\"}"), U,
                   "key 'window': must be at least one block");
+    expect_error (P ("\"/g\":{\"role\":\"endpoint\",\"window\":\"1M\","
+                     "\"stage\":\"out\"}"),
+                  U, "key 'window': does not apply to an output directory");
+    expect_error (P ("\"/g\":{\"role\":\"endpoint\",\"stage\":\"none\"}"), U,
+                  "key 'stage': none is for the block cache: it needs a "
+                  "window");
+    expect_error (P ("\"/g\":{\"role\":\"endpoint\",\"window\":\"1M\","
+                     "\"tier\":\"bb\"}"),
+                  U,
+                  "key 'tier': the block cache's log is on the node's "
+                  "NVDIMM tier");
     expect_error (P ("\"/g\":{\"role\":\"batch\",\"prefetch\":\"random\"}"),
                   U, "key 'prefetch': must be one of off, sequential, "
                   "stride");
@@ -424,6 +435,37 @@ static void test_freeze (void **state)
  * that of every endpoint directory: nothing inside it, and it inside
  * nothing that mounts (pipeline, output) -- refused, lower layer giving
  * way, in one layer the inner one. */
+static void test_window_stage (void **state)
+{
+    struct tier_policy q;
+    tier_error_t error;
+    json_t *e;
+
+    (void) state;
+    assert_int_equal (tier_policy_init (&q, "/gfs/x", TIER_POLICY_ENDPOINT,
+                                        TIER_LAYER_USER, "command line",
+                                        &error),
+                      0);
+    assert_false (tier_policy_is_window (&q));
+    assert_true (tier_policy_is_output (&q));
+    assert_int_equal (tier_policy_set_attr (&q, "window", "16M", &error), 0);
+    assert_int_equal (tier_policy_validate (&q, &error), 0);
+    assert_true (tier_policy_is_window (&q));
+    assert_false (tier_policy_is_output (&q));
+    assert_false (tier_policy_is_input (&q));
+    e = tier_policy_effective_json (&q);
+    assert_string_equal (json_string_value (json_object_get (e, "stage")),
+                         "none");
+    assert_string_equal (json_string_value (json_object_get (e, "tier")),
+                         "nvdimm");
+    json_decref (e);
+    assert_int_equal (tier_policy_set_attr (&q, "stage", "none", &error), 0);
+    assert_true (tier_policy_is_window (&q));
+    assert_int_equal (tier_policy_set_attr (&q, "stage", "out", &error), 0);
+    assert_int_equal (tier_policy_validate (&q, &error), -1);
+    tier_policy_clear (&q);
+}
+
 static void test_stage (void **state)
 {
     const char *allowed[] = { "/gfs" };
@@ -942,6 +984,7 @@ int main (void)
         cmocka_unit_test (test_resolve),
         cmocka_unit_test (test_freeze),
         cmocka_unit_test (test_stage),
+        cmocka_unit_test (test_window_stage),
         cmocka_unit_test (test_roundtrip),
         cmocka_unit_test (test_options),
         cmocka_unit_test (test_effective),
