@@ -237,6 +237,8 @@ static void take_reply (const char *reply)
     /* the batch directories of the frozen set (policies and
      * --tier-batch): the interposer redirects opens under them */
     reply_str (reply, len, "batch", tier.batch_dirs, sizeof (tier.batch_dirs));
+    reply_str (reply, len, "window", tier.window_dirs,
+               sizeof (tier.window_dirs));
     reply_str (reply, len, "bind", tier.binds, sizeof (tier.binds));
     reply_str (reply, len, "outbox_denied", tier.outbox_denied,
                sizeof (tier.outbox_denied));
@@ -523,6 +525,7 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
         (void) spank_unsetenv (sp, "TIER_BATCH_ID");
         (void) spank_unsetenv (sp, "TIER_SOCKET");
         (void) spank_unsetenv (sp, "TIER_BATCH_DIRS");
+        (void) spank_unsetenv (sp, "TIER_WINDOW_DIRS");
         return 0;
     }
     if (tier.refused[0] && tier_effective_mode () != TIER_CACHE_REQUIRED)
@@ -566,7 +569,14 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
     }
     else
         (void) spank_unsetenv (sp, "TIER_BATCH_DIRS");
-    if (tier.batch_dirs[0] && access (tier.args.preload, R_OK) == 0) {
+    /* the block cache's directories: the interposer writes there
+     * through the job's log (doc/block-cache.md) */
+    if (tier.window_dirs[0])
+        (void) spank_setenv (sp, "TIER_WINDOW_DIRS", tier.window_dirs, 1);
+    else
+        (void) spank_unsetenv (sp, "TIER_WINDOW_DIRS");
+    if ((tier.batch_dirs[0] || tier.window_dirs[0])
+        && access (tier.args.preload, R_OK) == 0) {
         char old[4096] = "";
         if (spank_getenv (sp, "LD_PRELOAD", old, sizeof (old))
             != ESPANK_SUCCESS)

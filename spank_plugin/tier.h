@@ -45,6 +45,8 @@ struct tier_plugin {
     struct tier_stage_plan stage_plan;  /* where the agent copies them */
     int stage_started;          /* the agent was asked to copy them */
     char refused[2048];         /* job options the policies refused */
+    char window_dirs[TIER_OPT_VALUE_MAX]; /* "D1:D2": the block cache's
+                                           * (TIER_WINDOW_DIRS) */
     char batch_dirs[TIER_OPT_VALUE_MAX];  /* "D1:D2:!D3" for the
                                            * interposer (agent's reply) */
     char binds[TIER_OPT_VALUE_MAX];  /* "DIR=TREE:..." mirrors to bind

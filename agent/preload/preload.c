@@ -80,6 +80,7 @@
 #include "lib/client.h"
 #include "lib/paths.h"
 #include "lib/tjson.h"
+#include "wcache.h"
 
 #define EXPORT __attribute__ ((visibility ("default")))
 
@@ -712,7 +713,17 @@ static int do_openat (int dirfd, const char *path, int flags, mode_t mode)
     if (!in_tier && wants_redirect (flags)
         && (fd = redirect (dirfd, path, flags, mode)) != -2)
         return fd;
-    return sys_openat (dirfd, path, flags, mode);
+    if (!in_tier && path && tier_wcache_pending ()) {
+        /* the block cache's records reach the file first (wcache.c) */
+        char norm[PATH_MAX];
+        bool exact;
+        if (absolute (dirfd, path, norm, sizeof (norm), &exact) == 0)
+            tier_wcache_before_open (norm);
+    }
+    fd = sys_openat (dirfd, path, flags, mode);
+    if (fd >= 0 && !in_tier && tier_wcache_wants (flags))
+        tier_wcache_opened (fd);
+    return fd;
 }
 
 /* ------------------------------------------------------- entry points */

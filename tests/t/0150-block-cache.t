@@ -159,5 +159,50 @@ assert not [j for j in s[\"block_cache\"] if j[\"job_id\"] == $id], s[\"block_ca
     wait_job $id
 '
 
+# the interposer: real programs writing in place through the job's log
+cat >$TRASH/inplace.py <<'PY'
+import os, sys
+p = sys.argv[1]
+fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for i in range(64):
+    os.write(fd, bytes([65 + i % 26]) * 131072)
+os.pwrite(fd, b"Z" * 100, 5000)
+print("size", os.fstat(fd).st_size)
+print("end", os.lseek(fd, 0, os.SEEK_END))
+os.write(fd, b"tail")
+os.fsync(fd)
+os.close(fd)
+fd = os.open(p, os.O_WRONLY)
+d = os.dup(fd)
+os.close(fd)
+os.pwrite(d, b"Q" * 10, 0)
+os.close(d)
+with open(p, "rb") as f:
+    print("head", f.read(12).decode())
+PY
+chmod 644 $TRASH/inplace.py
+test_expect_success 'the interposer: writes, a size, SEEK_END, fsync, dup and a reopen, as direct I/O' '
+    id=$(sbatch_wait alice -w n1 --tier-cache=auto -o $H/out/i1.out -e $H/out/i1.err \
+        --wrap "python3 $TRASH/inplace.py $H/ckpt/i1; dd if=/dev/zero of=$H/ckpt/i1 bs=64k seek=2 count=4 conv=notrunc,fsync status=none; echo rc=\$?") &&
+    cat $H/out/i1.out $H/out/i1.err &&
+    grep -qx "size 8388608" $H/out/i1.out && grep -qx "end 8388608" $H/out/i1.out &&
+    grep -qx "head QQQQQQQQQQAA" $H/out/i1.out && grep -qx rc=0 $H/out/i1.out &&
+    python3 -c "
+d = bytearray()
+for i in range(64): d += bytes([65 + i % 26]) * 131072
+d[5000:5100] = b\"Z\" * 100; d += b\"tail\"; d[0:10] = b\"Q\" * 10
+d[131072:131072 + 262144] = bytes(262144)
+assert open(\"$HB/ckpt/i1\", \"rb\").read() == bytes(d)" &&
+    n=$(sed -n "s/.*job $id: block cache drained: \([0-9]*\) records.*/\1/p" $LOG) &&
+    echo "records: $n" && test "$n" -ge 64
+'
+
+test_expect_success 'the interposer: a file outside the window directories is written directly' '
+    id=$(sbatch_wait alice -w n1 --tier-cache=auto -o $H/out/i2.out \
+        --wrap "dd if=/dev/zero of=$H/plain/d bs=4k count=4 status=none; echo rc=\$?") &&
+    grep -qx rc=0 $H/out/i2.out && test "$(stat -c %s $HB/plain/d)" = 16384 &&
+    ! grep -q "job $id: block cache" $LOG
+'
+
 test_expect_success 'no node drained' 'no_drain'
 test_done
