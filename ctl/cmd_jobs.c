@@ -277,6 +277,40 @@ static void print_migrations (json_t *m)
     }
 }
 
+/* The node's block cache write logs (doc/block-cache.md): per job, its
+ * window, what it holds not yet on the GFS, what it drained, and a
+ * failure's file and reason. */
+static void print_block_cache (json_t *b)
+{
+    json_t *j, *f;
+    size_t i;
+    char w[32], p[32], d[32];
+
+    json_array_foreach (b, i, j)
+    {
+        printf ("block cache: job %lld (%s): window %s, %s pending, %lld "
+                "records (%s) drained, %lld file(s)%s\n",
+                I (j, "job_id"),
+                json_string_value (json_object_get (j, "user"))
+                    ? json_string_value (json_object_get (j, "user"))
+                    : "?",
+                tier_size_format ((uint64_t) I (j, "window"), w, sizeof (w)),
+                tier_size_format ((uint64_t) I (j, "pending"), p, sizeof (p)),
+                I (j, "records"),
+                tier_size_format ((uint64_t) I (j, "bytes"), d, sizeof (d)),
+                I (j, "files"),
+                json_is_true (json_object_get (j, "draining"))
+                    ? ""
+                    : ", no drain running");
+        if ((f = json_object_get (j, "failed")))
+            printf ("    failed: %s (kept, retried)\n",
+                    json_string_value (json_object_get (f, "error")));
+        if (json_object_get (j, "damaged"))
+            printf ("    damaged: %s\n",
+                    json_string_value (json_object_get (j, "damaged")));
+    }
+}
+
 /* The node's GFS streams (GfsStreams) and each user's share
  * (UserBandwidth), with the bandwidth limit's own accounting. */
 static void print_streams (json_t *s)
@@ -368,6 +402,7 @@ int cmd_status (struct ctl *ctl, int argc, char **argv)
                                                              "registered")));
     print_migrations (json_object_get (res, "migrations"));
     print_streams (json_object_get (res, "streams"));
+    print_block_cache (json_object_get (res, "block_cache"));
     {
         json_t *cl = json_object_get (res, "clients");
         if (cl)

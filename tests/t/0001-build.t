@@ -31,7 +31,8 @@ test_expect_success 'libtier_preload.so exports only the interposed calls' '
     nm -D --defined-only "$PRELOAD" | awk "{print \$3}" >"$TRASH/psyms" &&
     cat "$TRASH/psyms" && grep -qx "open" "$TRASH/psyms" &&
     ! grep -v -E "^(__)?(open|openat|fopen|freopen)(64)?(_2)?$|^f?chdir$" \
-        "$TRASH/psyms"
+        "$TRASH/psyms" |
+        grep -v -x -E "p?(write|read)(64)?|p?writev|close|dup[23]?|fcntl|f(data)?sync|ftruncate(64)?|fstat(64)?|lseek(64)?|mmap(64)?|fdopen|f?execve|execvp?e?|posix_spawnp?|system|popen"
 '
 
 # The interposer runs in every task process of a job: its code is held to
